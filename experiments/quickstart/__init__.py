@@ -1,0 +1,1 @@
+"""Quickstart: modular addition grokking across seeds, trained as one compiled sweep."""

@@ -1,0 +1,94 @@
+"""The quickstart job: a seed sweep of modular-addition grokking, its analysis, figures, summary."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jax
+import numpy as np
+
+from mechjax import experiment
+from mechjax.analysis import fourier
+from mechjax.plots import curves, heatmaps
+from mechjax.sweep import log, run_sweep, save_metrics
+from mechjax.tasks import modular
+from mechjax.train import make_train
+from mechjax.workdir import write_json
+
+
+def first_crossing(steps: np.ndarray, values: np.ndarray, threshold: float) -> np.ndarray:
+    """First step at which ``values [..., n]`` reaches ``threshold``; NaN where it never does."""
+    hit = values >= threshold
+    idx = np.argmax(hit, -1)
+    return np.where(hit.any(-1), np.asarray(steps)[idx], np.nan)
+
+
+def build(config):
+    """Everything derived from the config, checked before any compilation or file write."""
+    experiment.check_fraction("task.train_fraction", config.task.train_fraction)
+    task = modular.make_task(p=config.task.p, op=config.task.op, batch_size=None,
+                             train_fraction=config.task.train_fraction,
+                             split_seed=config.task.split_seed)
+    model_values = experiment.as_dict(config.model)
+    model_values.update(d_vocab=config.task.p, d_vocab_out=config.task.p, n_ctx=2)
+    model_cfg = experiment.model_config(model_values)
+    trainer = make_train(task, model_cfg, experiment.train_config(config.train))
+    hparams = trainer.default_hparams(**experiment.as_dict(config.hparams))
+    if config.chunk_evals <= 0:
+        raise experiment.ConfigError(f"chunk_evals={config.chunk_evals!r}: must be positive")
+    return trainer, hparams, experiment.seeds(config)
+
+
+def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
+    trainer, hparams, seeds = build(config)
+    experiment.start(workdir, config, overwrite)
+    log(f"quickstart: {len(seeds)} seeds of {trainer.task.name} on {jax.device_count()} device(s)")
+    result = run_sweep(trainer, seeds, {k: [v] for k, v in hparams.items()}, workdir,
+                       chunk_evals=config.chunk_evals)
+    save_metrics(os.path.join(workdir, "metrics.npz"), result)
+
+    m = {k: v[:, 0] for k, v in result.metrics.items()}  # one grid point: [n_seeds, n_evals]
+    steps = m["step"][0]
+    t_mem = first_crossing(steps, m["acc/train"], config.grok_threshold)
+    t_grok = first_crossing(steps, m["acc/test"], config.grok_threshold)
+    w_e = result.state.params["embed.W_E"][:, 0]  # [n_seeds, p, d]
+    norms = np.asarray(jax.vmap(fourier.frequency_norms)(w_e))
+    top5 = np.asarray(jax.vmap(lambda n: fourier.top_k_energy_fraction(n, 5))(norms))
+    key_freqs = [sorted(np.argsort(row[1:])[::-1][:5] + 1) for row in norms]
+
+    fig_dir = os.path.join(workdir, "figures")
+    curves.metric_curves(os.path.join(fig_dir, "accuracy.png"), steps,
+                         {"train": m["acc/train"], "test": m["acc/test"]},
+                         title=f"{trainer.task.name}: accuracy over {len(seeds)} seeds",
+                         ylabel="accuracy", marks=[float(np.nanmean(t_grok))]
+                         if np.isfinite(t_grok).any() else [])
+    curves.metric_curves(os.path.join(fig_dir, "loss.png"), steps,
+                         {"train": np.log10(m["loss/train"]), "test": np.log10(m["loss/test"])},
+                         title="loss", ylabel="log10 cross-entropy")
+    heatmaps.matrix(os.path.join(fig_dir, "embedding_spectrum.png"), norms[:, 1:],
+                    xlabel="frequency k", ylabel="seed", title="|FFT(W_E)| per seed",
+                    xticks=np.arange(1, norms.shape[1]))
+
+    finite = m["finite"][:, -1].astype(bool)
+    summary = {
+        "n_seeds": len(seeds),
+        "acc/train": float(np.mean(m["acc/train"][:, -1])),
+        "acc/test": float(np.mean(m["acc/test"][:, -1])),
+        "acc/test_per_seed": m["acc/test"][:, -1],
+        "mem_step/per_seed": t_mem, "grok_step/per_seed": t_grok,
+        "grok_step/mean": float(np.nanmean(t_grok)) if np.isfinite(t_grok).any() else None,
+        "grok_step/std": float(np.nanstd(t_grok)) if np.isfinite(t_grok).any() else None,
+        "grokked_fraction": float(np.mean(np.isfinite(t_grok))),
+        "fourier/top5_energy_fraction": top5,
+        "fourier/key_frequencies": key_freqs,
+        "diverged_seeds": [s for s, ok in zip(seeds, finite) if not ok],
+    }
+    write_json(os.path.join(workdir, "summary.json"), summary)
+    log(f"wrote {workdir}/summary.json and figures/")
+    return summary
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    keys = ["n_seeds", "acc/train", "acc/test", "grokked_fraction", "grok_step/mean",
+            "grok_step/std", "diverged_seeds"]
+    return "\n".join(f"{k:>20s}: {summary[k]}" for k in keys)

@@ -1,0 +1,176 @@
+"""Reduced dynamics on the manifold: ``d theta / dt = - G^-1 grad_theta L(W(theta))``.
+
+``L`` is the exact population loss of an enumerated tiny task (``blocklist.Support``), whose
+probabilities are traced functions of the task parameters, so the dynamics vmap over initial
+conditions *and* data parameters. Integration: classical RK4 with a fixed step inside ``lax.scan``,
+and a step-halving convergence check (``integrate_checked``). ``gradient_descent`` trains the full
+weights (every entry of every ``W_KQ`` and ``W_U``) of the same model from ``W(theta_0)``; with
+learning rate ``lr`` its step k sits at time ``t = k * lr`` of the gradient flow
+``dW/dt = -grad_W L``, whose projection is the reduced ODE (docs/imir.md, section 4).
+
+A sub-manifold is a linear map ``theta_full = theta_sub @ phi`` (``phi [n_sub, n_full]``), e.g. the
+four induction/in-weights coordinates of ``abgd_coordinates``; its reduced dynamics use
+``G_sub = phi G phi^T`` and ``grad_sub = phi grad_theta``.
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mechjax.analysis.imir import project as proj
+from mechjax.analysis.imir.basis import Basis, fixed_params, imir_config
+from mechjax.analysis.imir.loss import readout_loss
+from mechjax.tasks.blocklist import Support
+
+Params = Mapping[str, jax.Array]
+LossFn = Callable[[Params, Mapping[str, jax.Array]], jax.Array]
+
+
+def population_loss_fn(basis: Basis, support: Support, causal: bool = False,
+                       chunk: int | None = None, dtype=jnp.float32) -> LossFn:
+    """``loss(trainables, task_params)``: the exact population readout cross-entropy."""
+    cfg = imir_config(basis.frame, causal=causal)
+    fixed = fixed_params(basis.frame, dtype)
+    tokens, labels = support.batch["tokens"], support.batch["labels"]
+    onehot = support.batch["weights"].astype(dtype)
+
+    def loss(trainables, task_params):
+        w = onehot * support.probs(task_params).astype(dtype)[:, None]
+        batch = {"tokens": tokens, "labels": labels, "weights": w}
+        return readout_loss({**fixed, **trainables}, cfg, batch, chunk)
+
+    return loss
+
+
+def abgd_coordinates(basis: Basis) -> tuple[tuple[str, ...], np.ndarray]:
+    """The 4-coordinate sub-manifold (alpha, beta, gamma, delta) of a 2-layer, 1-head basis.
+
+    alpha: ``W_KQ1 = alpha M`` (previous-token attention). beta: ``W_KQ2 = beta I_t O1^T`` (the
+    query token matched against what layer 1 wrote). gamma: ``W_U += gamma O2 I_t`` (copy readout
+    of what layer 2 wrote). delta: ``W_U += delta C`` (in-weights association).
+    ``I_t`` is the sum of the class identities ``I_common + I_rare + ...``.
+    """
+    f = basis.frame
+    if f.n_layers != 2 or f.n_heads != 1:
+        raise ValueError("abgd_coordinates needs a 2-layer, 1-head frame")
+    names = basis.names()
+    idx = {n: i for i, n in enumerate(names)}
+    ident = [s for s in basis.sel_kq_names if s.startswith("I_") and s != "I_p"]
+    ident_out = [s for s in basis.sel_out_names if s.startswith("I_")]
+    rows = {
+        "alpha": ["L0H0 I|M|I"],
+        "beta": [f"L1H0 I|{s}|O1" for s in ident],
+        "gamma": [f"U O2|{s}" for s in ident_out],
+        "delta": ["U I|C"],
+    }
+    phi = np.zeros((4, basis.size))
+    for r, (_, members) in enumerate(rows.items()):
+        for m in members:
+            if m not in idx:
+                raise KeyError(f"coordinate {m!r} is not in the basis")
+            phi[r, idx[m]] = 1.0
+    return tuple(rows), phi
+
+
+def vector_field(basis: Basis, loss: LossFn, phi: np.ndarray | None = None):
+    """``field(theta, task_params) -> d theta / dt`` (theta in sub-coordinates when ``phi``)."""
+    g_sub_inv = None
+    if phi is not None:
+        g_sub_inv = np.linalg.inv(phi @ proj.gram(basis) @ phi.T)
+
+    def field(theta, task_params):
+        full = theta if phi is None else theta @ jnp.asarray(phi, theta.dtype)
+        grad_w = jax.grad(loss)(proj.weights(basis, full), task_params)
+        c = proj.inner(basis, grad_w)
+        if phi is None:
+            return -proj.solve_gram(basis, c)
+        return -jnp.asarray(g_sub_inv, c.dtype) @ (jnp.asarray(phi, c.dtype) @ c)
+
+    return field
+
+
+def integrate(field, theta0: jax.Array, task_params, t1: float, n_steps: int, n_save: int,
+              ) -> jax.Array:
+    """RK4 from 0 to ``t1`` in ``n_steps`` steps; ``[n_save + 1, n]`` states at equal times.
+    Jittable and vmappable over ``theta0`` and ``task_params`` (``n_steps % n_save == 0``)."""
+    if n_steps % n_save:
+        raise ValueError(f"n_steps={n_steps} must be a multiple of n_save={n_save}")
+    dt = t1 / n_steps
+
+    def step(th, _):
+        k1 = field(th, task_params)
+        k2 = field(th + 0.5 * dt * k1, task_params)
+        k3 = field(th + 0.5 * dt * k2, task_params)
+        k4 = field(th + dt * k3, task_params)
+        return th + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4), None
+
+    def chunk(th, _):
+        th, _ = jax.lax.scan(step, th, None, n_steps // n_save)
+        return th, th
+
+    _, traj = jax.lax.scan(chunk, theta0, None, n_save)
+    return jnp.concatenate([theta0[None], traj])
+
+
+def integrate_checked(field, theta0: jax.Array, task_params, t1: float, n_steps: int,
+                      n_save: int, rtol: float = 1e-3, max_halvings: int = 4,
+                      ) -> tuple[jax.Array, float, int]:
+    """RK4 with step halving until two resolutions agree: ``max|x_n - x_2n| / max|x_2n|`` <=
+    ``rtol``. Returns ``(trajectory, achieved error, n_steps used)``. Works batched (vmapped
+    leading axes on ``theta0``/``task_params`` are handled by the caller's ``jax.vmap``)."""
+    run = jax.jit(integrate, static_argnums=(0, 3, 4, 5))
+    coarse = run(field, theta0, task_params, t1, n_steps, n_save)
+    err = float("inf")
+    for _ in range(max_halvings):
+        n_steps *= 2
+        fine = run(field, theta0, task_params, t1, n_steps, n_save)
+        err = float(jnp.max(jnp.abs(fine - coarse)) / jnp.maximum(jnp.max(jnp.abs(fine)), 1e-30))
+        coarse = fine
+        if err <= rtol:
+            break
+    return coarse, err, n_steps
+
+
+def gradient_descent(basis: Basis, loss: LossFn, theta0: jax.Array, task_params, lr: float,
+                     n_steps: int, n_save: int) -> dict[str, jax.Array]:
+    """Full-weight gradient descent from ``W(theta0)``; every ``n_steps / n_save`` steps records
+    the least-squares coordinates, the loss and the off-span fraction ``||W - proj W|| / ||W||``.
+    """
+    if n_steps % n_save:
+        raise ValueError(f"n_steps={n_steps} must be a multiple of n_save={n_save}")
+    grad = jax.value_and_grad(loss)
+
+    def record(w):
+        rel, _ = proj.rel_residual(basis, w)
+        return proj.coords(basis, w), loss(w, task_params), rel
+
+    def step(w, _):
+        _, g = grad(w, task_params)
+        return {k: w[k] - lr * g[k] for k in w}, None
+
+    def chunk(w, _):
+        w, _ = jax.lax.scan(step, w, None, n_steps // n_save)
+        return w, record(w)
+
+    w0 = proj.weights(basis, theta0)
+    _, (th, ls, rel) = jax.lax.scan(chunk, w0, None, n_save)
+    th0, l0, r0 = record(w0)
+    return {"theta": jnp.concatenate([th0[None], th]), "loss": jnp.concatenate([l0[None], ls]),
+            "off_span": jnp.concatenate([r0[None], rel]),
+            "t": jnp.arange(n_save + 1) * (lr * n_steps / n_save)}
+
+
+def max_rel_deviation(theta_a: jax.Array, theta_b: jax.Array, upto: int | None = None,
+                      ) -> dict[str, float]:
+    """Deviation of trajectory ``a`` from reference ``b`` (``[n_t, n]``), over the first ``upto``
+    saved times: ``norm`` = max_t ||a - b|| / ||b||; ``coord`` = max_i max_t |a_i - b_i| /
+    max_t |b_i| over coordinates whose range exceeds 1% of the largest one."""
+    a, b = np.asarray(theta_a)[:upto], np.asarray(theta_b)[:upto]
+    norm = np.max(np.linalg.norm(a - b, axis=1) / np.maximum(np.linalg.norm(b, axis=1), 1e-30))
+    scale = np.max(np.abs(b), axis=0)
+    big = scale > 0.01 * scale.max()
+    coord = np.max(np.max(np.abs(a - b), axis=0)[big] / scale[big])
+    return {"norm": float(norm), "coord": float(coord)}

@@ -1,0 +1,62 @@
+"""Shared plumbing of ``python -m experiments.<name>``: configs to dataclasses, checks, start-up.
+
+Every experiment validates its whole config (model, training, task, seeds) *before* it compiles
+anything or writes to the workdir, so a typo costs seconds, not a half-written run.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+from mechjax.config import ConfigError, ModelConfig
+from mechjax.train import TrainConfig
+from mechjax.workdir import enable_compilation_cache, prepare
+
+
+def as_dict(config: Any) -> dict:
+    """An ml_collections ConfigDict (or a mapping) as a plain nested dict."""
+    return config.to_dict() if hasattr(config, "to_dict") else dict(config)
+
+
+def model_config(values: Mapping[str, Any]) -> ModelConfig:
+    return ModelConfig.from_dict(as_dict(values))
+
+
+def train_config(values: Mapping[str, Any]) -> TrainConfig:
+    values = as_dict(values)
+    known = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"unknown train config keys {unknown}; allowed: {sorted(known)}")
+    if values.get("eval_pools") is not None:
+        values["eval_pools"] = tuple(values["eval_pools"])
+    return TrainConfig(**values)
+
+
+def seeds(config: Any) -> list[int]:
+    """``config.n_seeds`` consecutive seeds from ``config.seed_offset`` (default 0)."""
+    n = config.n_seeds
+    offset = config.get("seed_offset", 0) if hasattr(config, "get") else 0
+    if not isinstance(n, int) or n <= 0:
+        raise ConfigError(f"n_seeds={n!r}: must be a positive integer")
+    if not isinstance(offset, int) or offset < 0:
+        raise ConfigError(f"seed_offset={offset!r}: must be a non-negative integer")
+    return list(range(offset, offset + n))
+
+
+def check_fraction(name: str, value: float, low_open: bool = True) -> float:
+    """Fractions are in (0, 1]; the error names the value."""
+    ok = (0.0 < value <= 1.0) if low_open else (0.0 <= value <= 1.0)
+    if not ok:
+        raise ConfigError(f"{name}={value!r}: must be in {'(0' if low_open else '[0'}, 1]")
+    return float(value)
+
+
+def start(workdir: str, config: Any, overwrite: bool) -> bool:
+    """Prepare the workdir (refusing a different run) and enable the compilation cache.
+
+    Returns True when an earlier run of the same config is being resumed.
+    """
+    resuming = prepare(workdir, as_dict(config), overwrite)
+    enable_compilation_cache()
+    return resuming

@@ -1,0 +1,27 @@
+"""Shared fixtures: small models and tasks that compile in seconds on 2 CPU cores."""
+import os
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REFERENCE = os.path.join(os.path.dirname(REPO), "shared", "reference", "assign_add")
+
+
+def run_module_env(extra=None):
+    """Environment for subprocesses that run the project's modules."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("MECHJAX_CACHE_DIR", os.path.join(REPO, ".pytest_cache", "jax"))
+    env.update(extra or {})
+    return env
+
+
+@pytest.fixture
+def reference_dir():
+    if not os.path.isdir(REFERENCE):
+        pytest.skip(f"reference checkpoints not found at {REFERENCE}")
+    return REFERENCE
+
+
+PYTHON = sys.executable

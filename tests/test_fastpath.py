@@ -1,0 +1,58 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from mechjax import fastpath
+from mechjax.config import ModelConfig
+from mechjax.model import apply, init_params
+
+CONFIGS = {
+    "assign_add": ModelConfig(n_layers=2, d_model=16, n_heads=1, d_mlp=32, d_vocab=12,
+                              d_vocab_out=9, n_ctx=7, mlp_layers=(False, True)),
+    "one_layer_bidirectional": ModelConfig(n_layers=1, d_model=16, n_heads=4, d_mlp=32,
+                                           d_vocab=12, n_ctx=7, causal=False),
+    "three_layers_bias": ModelConfig(n_layers=3, d_model=16, n_heads=2, d_mlp=32, d_vocab=12,
+                                     n_ctx=7, use_bias=True, init="pytorch"),
+    "attn_only_no_pos": ModelConfig(n_layers=2, d_model=16, n_heads=2, d_vocab=12, n_ctx=7,
+                                    attn_only=True, positional_embedding=False),
+}
+
+
+@pytest.mark.parametrize("name, position", [(name, -1) for name in sorted(CONFIGS)]
+                         + [("three_layers_bias", 3), ("one_layer_bidirectional", 2)])
+def test_readout_loss_and_gradients_equal_full_forward(name, position):
+    # In float64 the two computations agree to rounding, so any algebra slip shows at once.
+    cfg = CONFIGS[name]
+    assert fastpath.applies(cfg)
+    with jax.enable_x64(True):
+        params = jax.tree.map(lambda x: jnp.asarray(x, jnp.float64),
+                              init_params(jax.random.PRNGKey(0), cfg, scale=3.0))
+        tokens = jax.random.randint(jax.random.PRNGKey(1), (5, cfg.n_ctx), 0, cfg.d_vocab)
+        labels = jax.random.randint(jax.random.PRNGKey(2), (5,), 0, cfg.vocab_out)
+
+        def nll(logits):
+            return -jnp.take_along_axis(jax.nn.log_softmax(logits), labels[:, None], 1).mean()
+
+        full = lambda p: nll(apply(p, tokens, cfg)[:, position])
+        fast = lambda p: nll(fastpath.readout_logits(p, tokens, cfg, position))
+        np.testing.assert_allclose(fastpath.readout_logits(params, tokens, cfg, position),
+                                   apply(params, tokens, cfg)[:, position], rtol=1e-10, atol=1e-10)
+        (l_full, g_full), (l_fast, g_fast) = (jax.jit(jax.value_and_grad(full))(params),
+                                              jax.jit(jax.value_and_grad(fast))(params))
+        np.testing.assert_allclose(l_fast, l_full, rtol=1e-10)
+        scale = max(float(jnp.abs(g).max()) for g in g_full.values())
+        for k in params:  # saturated softmaxes leave some gradients at rounding level: atol
+            np.testing.assert_allclose(g_fast[k], g_full[k], rtol=1e-7, atol=1e-9 * scale,
+                                       err_msg=k)
+
+
+def test_does_not_apply_with_normalization_or_merged_maps():
+    assert not fastpath.applies(ModelConfig(normalization="pre"))
+    assert not fastpath.applies(ModelConfig(attn_only=True, merged_kq=True))
+    assert not fastpath.applies(ModelConfig(dropout=0.1), dropout_active=True)
+    with pytest.raises(ValueError, match="normalization='none'"):
+        cfg = ModelConfig(n_layers=1, d_model=8, n_heads=1, d_vocab=4, n_ctx=3,
+                          normalization="post")
+        fastpath.readout_logits(init_params(jax.random.PRNGKey(0), cfg),
+                                jnp.zeros((1, 3), jnp.int32), cfg, -1)
