@@ -51,7 +51,10 @@ def grid_product(**axes: Sequence[float]) -> dict[str, np.ndarray]:
 
 
 def seed_mesh() -> jax.sharding.Mesh:
-    return jax.make_mesh((jax.device_count(),), (SEED_AXIS,))
+    """A 1-D mesh over every device. Auto axes: XLA propagates the seed sharding through the
+    vmapped program (seeds never interact, so no collectives are needed)."""
+    return jax.make_mesh((jax.device_count(),), (SEED_AXIS,),
+                         axis_types=(jax.sharding.AxisType.Auto,))
 
 
 def _shard_seeds(tree, mesh):
@@ -86,13 +89,17 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
               hparams: Mapping[str, Sequence[float]] | None = None,
               workdir: str | None = None, chunk_evals: int | None = None,
               init_state: Callable[[jax.Array, Mapping[str, jax.Array]], TrainState] | None = None,
-              log_every_chunk: bool = True, max_to_keep: int = 2) -> SweepResult:
+              log_every_chunk: bool = True, max_to_keep: int = 2,
+              on_chunk: Callable[[int, dict[str, np.ndarray]], None] | None = None,
+              ) -> SweepResult:
     """Train every ``seed`` at every grid point of ``hparams`` (``{name: [n_grid]}``).
 
     Hyperparameters not given take the trainer's defaults. ``chunk_evals`` evaluation intervals
     run per compiled call (default: about 10 chunks). With ``workdir`` the sweep checkpoints after
     every chunk to ``workdir/checkpoints`` and resumes from there. ``init_state(key, hparams)``
-    replaces ``trainer.init`` (e.g. to start from loaded weights).
+    replaces ``trainer.init`` (e.g. to start from loaded weights). ``on_chunk(chunks_done,
+    chunk_metrics)`` runs on the host after each chunk is saved (custom logging, early stopping
+    by raising).
     """
     seeds = [int(s) for s in seeds]
     if not seeds:
@@ -165,6 +172,8 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
         if log_every_chunk:
             _log_progress(c + 1, n_chunks, done_at_start, t0, chunk_metrics, trainer,
                           len(seeds) * n_grid)
+        if on_chunk is not None:
+            on_chunk(c + 1, chunk_metrics)
 
     real = slice(0, len(seeds))
     n_real_evals = n_evals

@@ -230,7 +230,8 @@ class Trainer:
             state.params, batch, dropout_key)
         updates, opt_state = self.optimizer(hparams).update(grads, state.opt_state, state.params)
         new_params = optax.apply_updates(state.params, updates)
-        ok = state.finite & jnp.isfinite(loss) & jnp.isfinite(optax.global_norm(grads))
+        ok = (state.finite & jnp.isfinite(loss) & jnp.isfinite(optax.tree.norm(grads))
+              & jnp.isfinite(optax.tree.norm(new_params)))
         # A diverged run keeps its last finite parameters, so its analyses stay meaningful.
         keep = lambda new, old: jnp.where(ok, new, old)
         params = jax.tree.map(keep, new_params, state.params)

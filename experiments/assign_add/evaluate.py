@@ -7,9 +7,10 @@ writes ``DIR/summary.json`` with ``acc/<pool>`` for the nine 2000-sequence pools
 ``acc/exact_0var_heldout`` (every held-out pair as a 0-var sequence), ``acc/exact_2var_union``
 (the 193,580-sequence union; its two parts as ``acc/exact_2var_union_heldout_pairs`` and
 ``acc/exact_2var_union_misplaced``), ``acc/exact_2var_doubly_novel`` (held-out pair *and*
-misplaced variables, not part of the union), and ``n/<set>`` sizes. Without ``--heldout`` the
-authors' split (``random.Random(42)``, f = 0.7) is used. Inputs are checked before anything is
-written.
+misplaced variables, not part of the union), and ``n/<set>`` sizes; with ``--mechanism`` also
+``mech/<name>`` from ``mechjax.analysis.assign_add_mech.mechanism_summary``. Without
+``--heldout`` the authors' split (``random.Random(42)``, f = 0.7) is used. Inputs are checked
+before anything is written.
 """
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ _WORKDIR = flags.DEFINE_string("workdir", None, "folder for summary.json")
 _SEED = flags.DEFINE_integer("seed", 0, "key for pool sampling and exhaustive-set prefixes")
 _BATCH = flags.DEFINE_integer("batch_size", 8192, "sequences per compiled forward call")
 _POOL = flags.DEFINE_integer("pool_size", aa.POOL_SIZE, "sequences per evaluation pool")
+_MECH = flags.DEFINE_bool("mechanism", False, "also write the SPEC 1.4 mechanism numbers (mech/*)")
 
 
 def predict_fn(cfg: ModelConfig):
@@ -104,6 +106,15 @@ def evaluate(params: Params, heldout_pairs=None, *, seed: int = 0, pool_size: in
     return out
 
 
+def mechanism(params: Params, seed: int = 0, n: int = 1024) -> dict[str, float]:
+    """``mech/<name>``: progress measures and mechanism numbers of ``assign_add_mech``."""
+    from mechjax.analysis import assign_add_mech as mech
+    k_probe, k_paired = jax.random.split(jax.random.PRNGKey(seed))
+    data, paired = mech.probe_data(k_probe, n), mech.paired_data(k_paired, n)
+    out = jax.jit(lambda p: mech.mechanism_summary(p, data, paired))(params)
+    return {f"mech/{k}": float(v) for k, v in out.items()}
+
+
 def _write_json(path: str, payload: dict) -> None:
     tmp = path + ".tmp"
     with open(tmp, "w") as fh:
@@ -133,6 +144,8 @@ def main(argv):
     start = time.time()
     summary = evaluate(params, heldout, seed=_SEED.value, pool_size=_POOL.value,
                        batch_size=_BATCH.value, cfg=cfg)
+    if _MECH.value:
+        summary.update(mechanism(params, _SEED.value))
     summary.update({"weights": os.path.abspath(_WEIGHTS.value),
                     "heldout": os.path.abspath(_HELDOUT.value) if _HELDOUT.value else "authors",
                     "seed": _SEED.value, "seconds": round(time.time() - start, 2)})
@@ -141,6 +154,8 @@ def main(argv):
     _write_json(path, summary)
     for key in sorted(k for k in summary if k.startswith("acc/")):
         print(f"{key:40s} {summary[key]:.4f}  (n={summary['n/' + key[4:]]})")
+    for key in sorted(k for k in summary if k.startswith("mech/")):
+        print(f"{key:40s} {summary[key]:.4f}")
     print(f"wrote {path} in {summary['seconds']} s")
 
 

@@ -37,19 +37,15 @@ Mechanism numbers (``mechanism_summary``):
 """
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from mechjax.config import ModelConfig
 from mechjax.hooks import run_with_cache, run_with_hooks
 from mechjax.model import Params
 from mechjax.tasks import assign_add as aa
-
-N_PREFIX_QUERIES = aa.PREFIX_LEN - 1  # q = 1..11 have a previous token in the prefix
 
 
 def _cfg(cfg: ModelConfig | None) -> ModelConfig:
@@ -95,7 +91,7 @@ def _with_positions(tokens: jax.Array, labels: jax.Array, value_pos: jax.Array) 
 # ================================================================================================
 def _qk(params: Params, layer: int) -> jax.Array:
     pre = f"blocks.{layer}.attn."
-    return jnp.einsum("hde,hfe->df", params[pre + "W_Q"], params[pre + "W_K"])  # heads summed
+    return jnp.einsum("hde,hfe->df", params[pre + "W_Q"], params[pre + "W_K"])  # sum of heads (1)
 
 
 def _ov(params: Params, layer: int) -> jax.Array:
@@ -126,7 +122,7 @@ def qk1_prev_token_fraction(params: Params, cfg: ModelConfig | None = None,
     if not include_self:
         n = scores.shape[0]
         scores = jnp.where(jnp.eye(n, dtype=bool), -jnp.inf, scores)
-    q = jnp.arange(1, aa.PREFIX_LEN)
+    q = jnp.arange(1, aa.PREFIX_LEN)  # prefix queries with a previous token
     return jnp.mean(jnp.argmax(scores[q], axis=-1) == q - 1)
 
 
@@ -275,7 +271,7 @@ def progress_measures(params: Params, data: ProbeData, cfg: ModelConfig | None =
 # ================================================================================================
 class PairedData(NamedTuple):
     variable: jax.Array  # [b, 16] sequences with variable operands
-    literal: jax.Array  # [b, 16] the same sequences with each operand variable replaced by its value
+    literal: jax.Array  # [b, 16] the same sequences, operand variables replaced by their values
     pairs: jax.Array  # [b, 2] the addition pairs (n1, n2)
 
 

@@ -229,42 +229,61 @@ def _var_tables(restriction: Restriction, mode: str) -> tuple[np.ndarray, np.nda
 # ================================================================================================
 # One sequence
 # ================================================================================================
-def build_sequence(key: jax.Array, kind: jax.Array, x: jax.Array, y: jax.Array, v1: jax.Array,
-                   v2: jax.Array) -> dict[str, jax.Array]:
-    """One sequence of ``kind`` for the addition pair ``(x, y)`` with operand variables ``v1, v2``.
+# uniforms one sequence consumes: n, 12 values, 12 distractor keys, 6 shuffle keys, 12 PAD gaps
+_U_N, _U_VAL, _U_PICK, _U_SHUF, _U_PAD = 0, 1, 1 + N_VARS, 1 + 2 * N_VARS, 1 + 2 * N_VARS + 6
+N_UNIFORMS = _U_PAD + PREFIX_LEN  # 43
+
+
+def _randint(u: jax.Array, lo, hi) -> jax.Array:
+    """Integer uniform on ``[lo, hi)`` from ``u ~ U[0, 1)`` (``lo``, ``hi`` may be traced)."""
+    return jnp.minimum(lo + jnp.floor(u * (hi - lo)).astype(jnp.int32), hi - 1)
+
+
+def _argsort_small(keys: jax.Array) -> jax.Array:
+    """Stable argsort of a short vector by pairwise comparisons (compiles much faster than a sort
+    inside vmap on CPU)."""
+    idx = jnp.arange(keys.shape[0])
+    before = (keys[None, :] < keys[:, None]) | ((keys[None, :] == keys[:, None])
+                                                 & (idx[None, :] < idx[:, None]))
+    rank = jnp.sum(before, axis=1)
+    return jnp.zeros_like(idx).at[rank].set(idx)
+
+
+def sequence_from_uniforms(u: jax.Array, kind: jax.Array, x: jax.Array, y: jax.Array,
+                           v1: jax.Array, v2: jax.Array) -> dict[str, jax.Array]:
+    """One sequence of ``kind`` for the addition pair ``(x, y)`` with operand variables ``v1, v2``,
+    all randomness read from ``u [43] ~ U[0, 1)`` (deterministic; see ``build_sequence``).
 
     ``v1`` is used iff the left operand is a variable (LHS, 2-var), ``v2`` iff the right one is
     (RHS, 2-var). Returns ``tokens [16]`` int32, ``label []`` = (x + y) mod 59,
     ``value_pos [2]`` (where layer 2 should read each operand's value: the prefix position of the
     variable's value, or 13 / 14 for a literal), ``kind []`` and ``n_assign []``.
     """
-    k_n, k_val, k_pick, k_shuf, k_pad = jax.random.split(key, 5)
     kind = jnp.asarray(kind, jnp.int32)
     left_var = (kind == LHS) | (kind == TWO_VAR)
     right_var = (kind == RHS) | (kind == TWO_VAR)
     n_needed = left_var.astype(jnp.int32) + right_var.astype(jnp.int32)
-    n = jax.random.randint(k_n, (), jnp.maximum(n_needed, 1), MAX_ASSIGN + 1)
+    n = _randint(u[_U_N], jnp.maximum(n_needed, 1), MAX_ASSIGN + 1)
 
     # values of all 12 variables; the needed ones carry the operands
     var_ids = jnp.arange(N_VARS)
-    values = jax.random.randint(k_val, (N_VARS,), 0, P)
+    values = _randint(u[_U_VAL:_U_VAL + N_VARS], 0, P)
     values = jnp.where(left_var & (var_ids == v1), x, values)
     values = jnp.where(right_var & (var_ids == v2), y, values)
     needed = (left_var & (var_ids == v1)) | (right_var & (var_ids == v2))
     # assigned variables: the needed ones, then fresh random distractors (each variable once)
-    order = jnp.argsort(jnp.where(needed, -1.0, jax.random.uniform(k_pick, (N_VARS,))))
+    order = _argsort_small(jnp.where(needed, -1.0, u[_U_PICK:_U_PICK + N_VARS]))
     assigned = order[:MAX_ASSIGN]  # the first n of these are assigned
     slot = jnp.arange(MAX_ASSIGN)
     valid = slot < n
-    shuffle = jnp.argsort(jnp.where(valid, jax.random.uniform(k_shuf, (MAX_ASSIGN,)), 2.0))
+    shuffle = _argsort_small(jnp.where(valid, u[_U_SHUF:_U_SHUF + MAX_ASSIGN], 2.0))
     assigned = assigned[shuffle]  # first n: a uniform shuffle of the assigned variables
 
     # 12 - 2n PADs, each into one of the n + 1 gaps (gap i precedes assignment i)
     n_pad = PREFIX_LEN - 2 * n
-    gap = jax.random.randint(k_pad, (PREFIX_LEN,), 0, n + 1)
+    gap = _randint(u[_U_PAD:_U_PAD + PREFIX_LEN], 0, n + 1)
     pad_used = jnp.arange(PREFIX_LEN) < n_pad
-    gap_counts = jnp.sum(jax.nn.one_hot(gap, MAX_ASSIGN + 1, dtype=jnp.int32)
-                         * pad_used[:, None], axis=0)
+    gap_counts = jnp.sum((gap[:, None] == jnp.arange(MAX_ASSIGN + 1)) & pad_used[:, None], axis=0)
     start = jnp.cumsum(gap_counts)[:MAX_ASSIGN] + 2 * slot  # position of each assignment's var
     where = jnp.where(valid, start, SEQ_LEN)  # out of range -> dropped
     prefix = jnp.full((PREFIX_LEN,), PAD, jnp.int32)
@@ -286,50 +305,70 @@ def build_sequence(key: jax.Array, kind: jax.Array, x: jax.Array, y: jax.Array, 
             "kind": kind, "n_assign": n.astype(jnp.int32)}
 
 
+def build_sequence(key: jax.Array, kind, x, y, v1, v2) -> dict[str, jax.Array]:
+    """``sequence_from_uniforms`` with its uniforms drawn from ``key``."""
+    return sequence_from_uniforms(jax.random.uniform(key, (N_UNIFORMS,)), kind, x, y, v1, v2)
+
+
 def build_sequences(key: jax.Array, kind, x, y, v1, v2) -> dict[str, jax.Array]:
-    """``build_sequence`` over a batch (each argument ``[b]``; kind may be a scalar)."""
+    """Sequences for a batch (each argument ``[b]``; ``kind``, ``v1``, ``v2`` may be scalars).
+
+    All randomness is one ``[b, 43]`` uniform draw (a single RNG call compiles in a fraction of the
+    time of one call per field per row).
+    """
     b = jnp.shape(x)[0]
     kind = jnp.broadcast_to(jnp.asarray(kind, jnp.int32), (b,))
     v1 = jnp.broadcast_to(jnp.asarray(v1, jnp.int32), (b,))
     v2 = jnp.broadcast_to(jnp.asarray(v2, jnp.int32), (b,))
-    return jax.vmap(build_sequence)(jax.random.split(key, b), kind, jnp.asarray(x, jnp.int32),
-                                    jnp.asarray(y, jnp.int32), v1, v2)
+    u = jax.random.uniform(key, (b, N_UNIFORMS))
+    return jax.vmap(sequence_from_uniforms)(u, kind, jnp.asarray(x, jnp.int32),
+                                            jnp.asarray(y, jnp.int32), v1, v2)
 
 
 # ================================================================================================
 # Batches
 # ================================================================================================
-def _sample_pairs(key: jax.Array, n: int, split: PairSplit, f, heldout: bool
-                  ) -> tuple[jax.Array, jax.Array]:
-    """``n`` addition pairs uniform over the training (or held-out) pairs of ``split`` at ``f``.
+def _sample_impl(key: jax.Array, n: int, kind_weights: jax.Array, ranking: jax.Array,
+                 n_train: jax.Array, heldout: jax.Array, table: jax.Array, counts: jax.Array
+                 ) -> dict[str, jax.Array]:
+    k_draw, k_seq = jax.random.split(key)
+    u = jax.random.uniform(k_draw, (3, n))
+    # kind: inverse CDF of the (unnormalised) weights; kinds without candidates are excluded
+    w = jnp.asarray(kind_weights, jnp.float32) * (counts > 0)
+    cdf = jnp.cumsum(w) / jnp.sum(w)
+    kind = jnp.minimum(jnp.sum(u[0][:, None] >= cdf[None, :], axis=1), 3).astype(jnp.int32)
+    # pair: uniform rank in [0, n_train) (training) or [n_train, 3481) (held-out), clamped so an
+    # empty side (f = 0 or f = 1) still yields valid, if wrong-side, pairs
+    lo = jnp.where(heldout, n_train, 0)
+    hi = jnp.where(heldout, N_PAIRS, n_train)
+    rank = lo + jnp.floor(u[1] * (hi - lo)).astype(jnp.int32)
+    pair = ranking[jnp.clip(rank, 0, N_PAIRS - 1)]
+    # operand variables: uniform over this kind's candidates
+    idx = jnp.minimum(jnp.floor(u[2] * counts[kind]).astype(jnp.int32),
+                      jnp.maximum(counts[kind] - 1, 0))
+    vars_ = table[kind, idx]
+    return build_sequences(k_seq, kind, pair // P, pair % P, vars_[:, 0], vars_[:, 1])
 
-    With no training (held-out) pairs at this ``f`` the rank is clamped to the nearest pair.
-    """
-    n_train = split.n_train(f)
-    lo, hi = (n_train, N_PAIRS) if heldout else (0, n_train)
-    u = jax.random.uniform(key, (n,))
-    rank = jnp.clip(lo + jnp.floor(u * (hi - lo)).astype(jnp.int32), 0, N_PAIRS - 1)
-    pair = jnp.asarray(split.ranking)[rank]
-    return pair // P, pair % P
+
+# one compilation per batch size, shared by every pool and split (all else are array arguments)
+_sample_jit = jax.jit(_sample_impl, static_argnums=1)
+_build_jit = jax.jit(build_sequences)
 
 
 def sample_sequences(key: jax.Array, n: int, kind_weights, split: PairSplit, f=0.7,
                      heldout: bool = False, var_mode: str = "allowed",
                      restriction: Restriction = Restriction()) -> dict[str, jax.Array]:
-    """``n`` sequences: kind ~ ``kind_weights [4]`` (traced, unnormalised), pair from the training
-    or held-out pairs, operand variables uniform over ``var_mode``'s candidates for that kind.
+    """``n`` sequences: kind ~ ``kind_weights [4]`` (traced, unnormalised), pair uniform over the
+    training or held-out pairs of ``split`` at ``f`` (traced), operand variables uniform over
+    ``var_mode``'s candidates for that kind (``allowed``, ``restricted``, ``one_misplaced``,
+    ``two_misplaced``, ``any``).
 
     Returns the fields of ``build_sequence`` stacked over ``[n]``.
     """
     table, counts = _var_tables(restriction, var_mode)
-    k_kind, k_pair, k_var, k_seq = jax.random.split(key, 4)
-    w = jnp.asarray(kind_weights, jnp.float32) * (jnp.asarray(counts) > 0)
-    cdf = jnp.cumsum(w) / jnp.sum(w)
-    kind = jnp.minimum(jnp.searchsorted(cdf, jax.random.uniform(k_kind, (n,)), side="right"), 3)
-    x, y = _sample_pairs(k_pair, n, split, f, heldout)
-    idx = jnp.floor(jax.random.uniform(k_var, (n,)) * jnp.asarray(counts)[kind]).astype(jnp.int32)
-    vars_ = jnp.asarray(table)[kind, idx]
-    return build_sequences(k_seq, kind, x, y, vars_[:, 0], vars_[:, 1])
+    return _sample_jit(key, n, jnp.asarray(kind_weights, jnp.float32),
+                       jnp.asarray(split.ranking, jnp.int32), split.n_train(f),
+                       jnp.asarray(heldout), jnp.asarray(table), jnp.asarray(counts))
 
 
 def _as_batch(seqs: dict[str, jax.Array]) -> Batch:
@@ -420,7 +459,9 @@ def make_task(batch_size: int, *, split: PairSplit | None = None,
 def exhaustive_0var_heldout(key: jax.Array, heldout_pairs) -> Batch:
     """Every held-out pair once as a 0-var sequence (random distractor prefixes from ``key``)."""
     pairs = np.asarray(heldout_pairs, np.int32).reshape(-1, 2)
-    return _as_batch(build_sequences(key, ZERO_VAR, pairs[:, 0], pairs[:, 1], 0, 0))
+    return _as_batch(_build_jit(key, jnp.full(len(pairs), ZERO_VAR, jnp.int32), pairs[:, 0],
+                                pairs[:, 1], jnp.zeros(len(pairs), jnp.int32),
+                                jnp.zeros(len(pairs), jnp.int32)))
 
 
 def exhaustive_2var_union(key: jax.Array, heldout_pairs, restriction: Restriction = Restriction(),
@@ -443,8 +484,8 @@ def exhaustive_2var_union(key: jax.Array, heldout_pairs, restriction: Restrictio
         parts.append((held, misplaced))
     xy = np.concatenate([np.repeat(p, len(v), 0) for p, v in parts])
     vv = np.concatenate([np.tile(v, (len(p), 1)) for p, v in parts])
-    return _as_batch(jax.jit(build_sequences)(key, jnp.full(len(xy), TWO_VAR, jnp.int32),
-                                              xy[:, 0], xy[:, 1], vv[:, 0], vv[:, 1]))
+    return _as_batch(_build_jit(key, jnp.full(len(xy), TWO_VAR, jnp.int32), xy[:, 0], xy[:, 1],
+                                vv[:, 0], vv[:, 1]))
 
 
 # ================================================================================================

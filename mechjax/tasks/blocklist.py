@@ -448,6 +448,25 @@ class Support:
     def size(self) -> int:
         return int(self.count.shape[0])
 
+    def select(self, rows: np.ndarray, scale: float = 1.0) -> "Support":
+        """The outcomes ``rows`` (bool mask or indices), probabilities multiplied by ``scale``."""
+        rows = np.arange(self.size)[np.asarray(rows)]
+        return Support(batch={k: v[rows] for k, v in self.batch.items()},
+                       count=self.count[rows], base=self.base * scale,
+                       param_vars=self.param_vars, param_draws=self.param_draws[rows])
+
+    def prune(self, task_params: TaskParams) -> "Support":
+        """Drops the outcomes that have probability 0 at these (concrete) parameter values."""
+        return self.select(np.asarray(self.probs(task_params)) > 0)
+
+    def rotation_quotient(self) -> "Support":
+        """One representative per cyclic-rotation orbit (query at the end), weighted by the orbit
+        size. Exact for expectations of rotation-invariant functions, e.g. the loss and the
+        manifold-coordinate gradient at weights on the manifold (docs/imir.md, section 4); not for
+        the full weight gradient. Needs ``offsets='cyclic'``."""
+        t = self.batch["tokens"].shape[1]
+        return self.select(np.asarray(self.batch["query_pos"]) == t - 1, scale=float(t))
+
 
 def support_size(spec: BlockListSpec) -> int:
     """Number of draw combinations ``enumerate_support`` visits (before merging duplicates)."""

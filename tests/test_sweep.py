@@ -1,0 +1,111 @@
+"""The sweep runner: resume after SIGKILL, incomplete checkpoints, save errors, sharding."""
+import os
+import subprocess
+import textwrap
+
+import numpy as np
+import orbax.checkpoint as ocp
+import pytest
+
+from conftest import PYTHON, run_module_env
+from mechjax.sweep import grid_product, run_sweep
+from mechjax.tasks import modular
+from mechjax.config import ModelConfig
+from mechjax.train import TrainConfig, make_train
+
+# One script for every scenario: the sweep is built identically in each process.
+SCRIPT = textwrap.dedent("""
+    import os, signal, sys
+    import numpy as np
+    from mechjax.config import ModelConfig
+    from mechjax.sweep import grid_product, run_sweep
+    from mechjax.tasks import modular
+    from mechjax.train import TrainConfig, make_train
+
+    workdir, out, kill_after = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    task = modular.make_task(p=7, batch_size=16, train_fraction=0.6)
+    cfg = ModelConfig(n_layers=1, d_model=16, n_heads=2, d_mlp=32, d_vocab=7, n_ctx=2,
+                      causal=False)
+    tr = make_train(task, cfg, TrainConfig(steps=60, eval_every=10))
+
+    def maybe_die(done, metrics):
+        if done == kill_after:
+            os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no flush: a real crash
+
+    res = run_sweep(tr, [0, 1, 2], grid_product(lr=[3e-3, 1e-2]), workdir, chunk_evals=1,
+                    on_chunk=maybe_die)
+    import jax
+    np.savez(out, n_devices=jax.device_count(),
+             **{"p/" + k: v for k, v in res.state.params.items()},
+             **{"m/" + k: v for k, v in res.metrics.items()})
+""")
+
+
+def run_script(tmp_path, workdir, out, kill_after=-1, devices=None):
+    script = tmp_path / "sweep_script.py"
+    script.write_text(SCRIPT)
+    extra = {}
+    if devices:
+        extra["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    return subprocess.run([PYTHON, str(script), str(workdir), str(out), str(kill_after)],
+                          env=run_module_env(extra), capture_output=True, text=True, timeout=600)
+
+
+def load(path):
+    with np.load(path) as z:
+        return {k: z[k] for k in z.files}
+
+
+def test_sigkill_then_resume_matches_uninterrupted_run_on_several_devices(tmp_path):
+    killed = run_script(tmp_path, tmp_path / "a", tmp_path / "a.npz", kill_after=3, devices=2)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    assert not (tmp_path / "a.npz").exists()
+    # a checkpoint whose save never completed: orbax's temporary folder must be ignored
+    (tmp_path / "a" / "checkpoints" / "5.orbax-checkpoint-tmp-1").mkdir()
+    resumed = run_script(tmp_path, tmp_path / "a", tmp_path / "a.npz", devices=2)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resumed from the checkpoint after chunk 3/6" in resumed.stderr
+    straight = run_script(tmp_path, tmp_path / "b", tmp_path / "b.npz", devices=2)
+    assert straight.returncode == 0, straight.stderr[-3000:]
+    a, b = load(tmp_path / "a.npz"), load(tmp_path / "b.npz")
+    assert int(a["n_devices"]) == 2  # 3 seeds padded to 4 and sharded over 2 devices
+    for k in a:
+        if k.startswith(("p/", "m/")):
+            np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    assert a["p/embed.W_E"].shape == (3, 2, 7, 16)
+    assert a["m/acc/test"].shape == (3, 2, 6)
+
+    # the same sweep on one device gives the same numbers (sharding changes placement only)
+    one = run_script(tmp_path, tmp_path / "c", tmp_path / "c.npz", devices=1)
+    assert one.returncode == 0, one.stderr[-3000:]
+    c = load(tmp_path / "c.npz")
+    assert int(c["n_devices"]) == 1
+    for k in a:
+        if k.startswith("p/"):
+            np.testing.assert_allclose(a[k], c[k], rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+def test_save_errors_are_raised(tmp_path, monkeypatch):
+    task = modular.make_task(p=5, batch_size=8)
+    tr = make_train(task, ModelConfig(n_layers=1, d_model=8, n_heads=1, d_mlp=8, d_vocab=5,
+                                      n_ctx=2), TrainConfig(steps=4, eval_every=2))
+
+    def broken_save(self, *args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(ocp.CheckpointManager, "save", broken_save)
+    with pytest.raises(OSError, match="disk full"):
+        run_sweep(tr, [0], None, str(tmp_path / "w"), chunk_evals=1)
+
+
+def test_bad_sweep_inputs():
+    task = modular.make_task(p=5, batch_size=8)
+    tr = make_train(task, ModelConfig(n_layers=1, d_model=8, n_heads=1, d_mlp=8, d_vocab=5,
+                                      n_ctx=2), TrainConfig(steps=4, eval_every=2))
+    with pytest.raises(ValueError, match="seeds is empty"):
+        run_sweep(tr, [], None)
+    with pytest.raises(ValueError, match=r"unknown hyperparameters \['lr_max'\]"):
+        run_sweep(tr, [0], {"lr_max": [1.0]})
+    with pytest.raises(ValueError, match="must all have length 3"):
+        run_sweep(tr, [0], {"lr": [1.0, 2.0, 3.0], "weight_decay": [0.0, 1.0]})
+    assert grid_product(a=[1, 2], b=[3, 4, 5])["b"].tolist() == [3, 4, 5, 3, 4, 5]

@@ -1,0 +1,141 @@
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from mechjax.config import ConfigError, ModelConfig
+from mechjax.tasks import modular
+from mechjax.tasks.base import Task, fixed_dataset_sampler
+from mechjax.train import TrainConfig, make_train
+
+TASK = modular.make_task(p=7, batch_size=16, train_fraction=0.6)
+CFG = ModelConfig(n_layers=1, d_model=16, n_heads=2, d_mlp=32, d_vocab=7, d_vocab_out=7,
+                  n_ctx=2, causal=False)
+TRAIN = TrainConfig(steps=20, eval_every=10)
+
+
+def trainer(**kwargs):
+    return make_train(TASK, kwargs.pop("model", CFG), TrainConfig(**{**TRAIN.__dict__, **kwargs}))
+
+
+def test_seed_in_vmapped_sweep_equals_seed_alone_and_is_deterministic():
+    tr = trainer()
+    hp = tr.default_hparams(lr=3e-3, weight_decay=0.1)
+    keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(8))
+    swept, swept_metrics = jax.jit(jax.vmap(tr, (0, None)))(keys, hp)
+    alone, alone_metrics = jax.jit(tr)(keys[3], hp)
+    again, _ = jax.jit(tr)(keys[3], hp)
+    for k in alone.params:
+        np.testing.assert_allclose(swept.params[k][3], alone.params[k], rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(again.params[k], alone.params[k])  # bit-identical
+    np.testing.assert_allclose(swept_metrics["train/loss"][3], alone_metrics["train/loss"],
+                               rtol=1e-5)
+    assert alone_metrics["acc/train"].shape == (2,)
+    np.testing.assert_array_equal(alone_metrics["step"], [10, 20])
+    assert float(alone_metrics["train/loss"][-1]) < float(alone_metrics["train/loss"][0])
+
+
+def test_seeds_by_grid_compiles_once():
+    tr = trainer()
+    chex.clear_trace_counter()
+
+    @chex.assert_max_traces(n=1)
+    def counted(key, hparams):
+        return tr(key, hparams)
+
+    grid = jax.jit(jax.vmap(jax.vmap(counted, (None, 0)), (0, None)))
+    keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(3))
+
+    def hparams(lrs, wds, fracs):
+        return {"lr": jnp.asarray(lrs), "weight_decay": jnp.asarray(wds),
+                "init_scale": jnp.ones(len(lrs)), "task.train_fraction": jnp.asarray(fracs)}
+
+    _, m1 = grid(keys, hparams([1e-3, 3e-3], [0.0, 1.0], [0.3, 0.9]))
+    _, m2 = grid(keys, hparams([2e-3, 1e-2], [0.5, 0.1], [0.5, 0.5]))  # new values, no retrace
+    assert m1["acc/train"].shape == (3, 2, 2)
+    assert not np.allclose(m1["train/loss"], m2["train/loss"])
+
+
+def test_diverged_run_is_flagged_and_others_unaffected():
+    tr = trainer()
+    keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(2))
+    hp = {k: jnp.stack([v, v]) for k, v in tr.default_hparams(lr=3e-3).items()}
+    hp["lr"] = jnp.array([3e-3, jnp.nan])
+    state, metrics = jax.jit(jax.vmap(jax.vmap(tr, (None, 0)), (0, None)))(keys, hp)
+    assert bool(metrics["finite"][0, 0, -1]) and not bool(metrics["finite"][1, 1, -1])
+    assert all(bool(jnp.isfinite(v[:, 1]).all()) for v in state.params.values())  # last finite
+    alone, _ = jax.jit(tr)(keys[1], tr.default_hparams(lr=3e-3))
+    for k in alone.params:
+        np.testing.assert_allclose(state.params[k][1, 0], alone.params[k], rtol=1e-5, atol=1e-6)
+
+
+def test_branch_resets_optimizer_and_continues():
+    tr = trainer()
+    hp = tr.default_hparams(lr=3e-3, weight_decay=1.0)
+    state, _ = jax.jit(tr)(jax.random.PRNGKey(0), hp)
+    branched = tr.branch(state, tr.default_hparams(lr=3e-3, weight_decay=0.0))
+    mu = branched.opt_state[0].mu
+    assert all(float(jnp.abs(v).max()) == 0.0 for v in mu.values())
+    assert int(branched.step) == 20
+    for k in state.params:
+        np.testing.assert_array_equal(branched.params[k], state.params[k])
+    longer = make_train(TASK, CFG, TrainConfig(steps=40, eval_every=10))
+    cont, metrics = jax.jit(lambda s, h: longer.run(s, h, 2))(branched, longer.default_hparams(
+        lr=3e-3, weight_decay=0.0))
+    np.testing.assert_array_equal(metrics["step"], [30, 40])
+
+
+def test_frozen_parameters_do_not_move():
+    cfg = ModelConfig(**{**CFG.__dict__, "frozen": ("embed.W_E",)})
+    tr = trainer(model=cfg)
+    hp = tr.default_hparams(lr=1e-2, weight_decay=1.0)
+    init = jax.jit(tr.init)(jax.random.PRNGKey(0), hp)
+    state, _ = jax.jit(tr)(jax.random.PRNGKey(0), hp)
+    np.testing.assert_array_equal(state.params["embed.W_E"], init.params["embed.W_E"])
+    assert not np.allclose(state.params["unembed.W_U"], init.params["unembed.W_U"])
+
+
+def test_full_batch_fixed_dataset_and_weights():
+    tokens = jnp.array([[0, 1], [1, 2], [2, 3], [3, 0]])
+    labels = jnp.array([1, 2, 3, 0])
+    sample = fixed_dataset_sampler(tokens, labels)
+    task = Task("copy", sample, {"train": sample}, readout=-1)
+    cfg = ModelConfig(n_layers=1, d_model=16, n_heads=1, d_mlp=16, d_vocab=4, n_ctx=2)
+    tr = make_train(task, cfg, TrainConfig(steps=200, eval_every=100))
+    _, metrics = jax.jit(tr)(jax.random.PRNGKey(0), tr.default_hparams(lr=1e-2))
+    assert float(metrics["acc/train"][-1]) == 1.0
+    mini = fixed_dataset_sampler(tokens, labels, batch_size=2)(jax.random.PRNGKey(0), {})
+    assert mini["tokens"].shape == (2, 2)
+    with pytest.raises(ValueError, match="batch_size=5"):
+        fixed_dataset_sampler(tokens, labels, batch_size=5)
+
+
+def test_schedule_warmup_then_cosine():
+    tr = trainer(steps=100, warmup_steps=10, schedule="cosine")
+    lr = tr._schedule(jnp.float32(1.0))
+    np.testing.assert_allclose(lr(jnp.int32(0)), 0.1, rtol=1e-6)
+    np.testing.assert_allclose(lr(jnp.int32(9)), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(lr(jnp.int32(55)), 0.5, rtol=1e-5)
+    np.testing.assert_allclose(lr(jnp.int32(100)), 0.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    ({"steps": 0}, "train.steps=0"),
+    ({"eval_every": -5}, "train.eval_every=-5"),
+    ({"optimizer": "lion"}, "train.optimizer='lion'"),
+    ({"warmup_steps": 50}, "train.warmup_steps=50"),
+    ({"eval_pools": ("nope",)}, r"eval pools \['nope'\] do not exist"),
+])
+def test_bad_train_config_is_named(kwargs, fragment):
+    with pytest.raises(ConfigError, match=fragment):
+        trainer(**kwargs)
+
+
+def test_unknown_hyperparameter_and_task_mismatch():
+    tr = trainer()
+    with pytest.raises(ConfigError, match=r"unknown hyperparameters \['learning_rate'\]"):
+        tr.default_hparams(learning_rate=1.0)
+    small = ModelConfig(**{**CFG.__dict__, "d_vocab": 5, "d_vocab_out": 5})
+    with pytest.raises(ConfigError, match="uses 7 tokens but model.d_vocab=5"):
+        make_train(TASK, small, TRAIN)
