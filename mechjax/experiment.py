@@ -60,3 +60,9 @@ def start(workdir: str, config: Any, overwrite: bool) -> bool:
     resuming = prepare(workdir, as_dict(config), overwrite)
     enable_compilation_cache()
     return resuming
+
+
+def quiet_library_logs() -> None:
+    """Keep absl/orbax INFO chatter out of the progress output (warnings still show)."""
+    from absl import logging
+    logging.set_verbosity(logging.WARNING)

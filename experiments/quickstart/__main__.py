@@ -5,6 +5,7 @@ from absl import app, flags
 from ml_collections import config_flags
 
 from experiments.quickstart import run
+from mechjax.experiment import quiet_library_logs
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", os.path.join(os.path.dirname(__file__), "configs", "cpu.py"), "experiment config")
@@ -15,6 +16,7 @@ _OVERWRITE = flags.DEFINE_bool("overwrite", False, "replace a run of a different
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]}")
+    quiet_library_logs()
     summary = run.run(_CONFIG.value, _WORKDIR.value, overwrite=_OVERWRITE.value)
     print(run.format_summary(summary))
 

@@ -1,0 +1,1 @@
+"""Throughput benchmark: model-steps/s of mechjax against a sequential loop and TransformerLens."""

@@ -1,0 +1,190 @@
+"""Benchmark measurements. ``main`` runs each in a subprocess (``python -m
+experiments.benchmark.bench MODE JSON``), which prints one JSON line with its timing.
+
+Model: the Assign-and-Add size (2 layers, 1 head, d_model 128, d_mlp 512, no layer-0 MLP, 16
+tokens, 74-token vocabulary, 59 outputs), batch 512, AdamW, loss at the last position. Batches are
+uniform random tokens drawn inside the compiled step, so the timing is of the model step (the
+Assign-and-Add sampler itself is timed by its own task tests, not here).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+MODES = ("single_full", "single_fast", "sequential", "sweep", "transformer_lens")
+
+
+def _task(batch: int):
+    import jax
+    from mechjax.tasks.base import Task
+
+    def sample(key, task_params):
+        k1, k2 = jax.random.split(key)
+        return {"tokens": jax.random.randint(k1, (batch, 16), 0, 74),
+                "labels": jax.random.randint(k2, (batch,), 0, 59)}
+
+    return Task("random_tokens", sample, {}, readout=-1, seq_len=16, vocab_size=74, vocab_out=59)
+
+
+def _model_cfg():
+    from mechjax.config import ModelConfig
+    return ModelConfig(n_layers=2, d_model=128, n_heads=1, d_mlp=512, d_vocab=74, d_vocab_out=59,
+                       n_ctx=16, mlp_layers=(False, True))
+
+
+def _best_time(fn, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def measure_jax(mode: str, steps: int, seeds: int, batch: int, repeats: int) -> dict:
+    import jax
+    import numpy as np
+    from jax.sharding import NamedSharding, PartitionSpec
+    from mechjax.sweep import SEED_AXIS, seed_mesh
+    from mechjax.train import TrainConfig, make_train
+
+    fast = mode != "single_full"
+    tr = make_train(_task(batch), _model_cfg(),
+                    TrainConfig(steps=steps, eval_every=steps, fast_readout=fast))
+    hp = tr.default_hparams(lr=1e-3, weight_decay=0.02)
+    assert tr.use_fastpath == fast
+    if mode in ("single_full", "single_fast", "sequential"):
+        init = jax.jit(tr.init)
+        run = jax.jit(lambda s, h: tr.run(s, h, 1))
+        states = [init(jax.random.PRNGKey(i), hp) for i in range(seeds if mode == "sequential"
+                                                                 else 1)]
+        jax.block_until_ready(run(states[0], hp))  # compile once
+
+        def go():
+            for s in states:
+                jax.block_until_ready(run(s, hp))
+
+        seconds = _best_time(go, repeats)
+        n_models = len(states)
+    else:
+        mesh = seed_mesh()
+        n_dev = mesh.devices.size
+        n_pad = -(-seeds // n_dev) * n_dev
+        sharding = NamedSharding(mesh, PartitionSpec(SEED_AXIS))
+        keys = jax.device_put(np.stack([np.asarray(jax.random.PRNGKey(i)) for i in range(n_pad)]),
+                              sharding)
+        init = jax.jit(jax.vmap(tr.init, (0, None)), out_shardings=sharding)
+        run = jax.jit(jax.vmap(lambda s, h: tr.run(s, h, 1), (0, None)), out_shardings=sharding)
+        state = init(keys, hp)
+        jax.block_until_ready(run(state, hp))
+        seconds = _best_time(lambda: jax.block_until_ready(run(state, hp)), repeats)
+        n_models = n_pad
+    return {"mode": mode, "devices": jax.device_count(), "models": n_models, "steps": steps,
+            "seconds": seconds, "ms_per_model_step": 1e3 * seconds / (n_models * steps),
+            "model_steps_per_s": n_models * steps / seconds}
+
+
+def measure_transformer_lens(steps: int, batch: int, repeats: int) -> dict:
+    """The same model and step in TransformerLens / PyTorch eager (its layer-0 MLP zeroed and
+    frozen, as in the Assign-and-Add authors' checkpoints, since TL has no per-layer switch)."""
+    import torch
+    from transformer_lens import HookedTransformer, HookedTransformerConfig
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    cfg = HookedTransformerConfig(n_layers=2, d_model=128, d_head=128, n_heads=1, d_mlp=512,
+                                  d_vocab=74, d_vocab_out=59, n_ctx=16, act_fn="relu",
+                                  normalization_type=None, device="cpu", seed=0)
+    model = HookedTransformer(cfg)
+    mlp0 = model.blocks[0].mlp
+    with torch.no_grad():
+        for p in mlp0.parameters():
+            p.zero_()
+            p.requires_grad_(False)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3,
+                            weight_decay=0.02)
+
+    def go():
+        for _ in range(steps):
+            tokens = torch.randint(0, 74, (batch, 16))
+            labels = torch.randint(0, 59, (batch,))
+            loss = torch.nn.functional.cross_entropy(model(tokens)[:, -1], labels)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    go()
+    seconds = _best_time(go, repeats)
+    return {"mode": "transformer_lens", "devices": 1, "models": 1, "steps": steps,
+            "seconds": seconds, "ms_per_model_step": 1e3 * seconds / steps,
+            "model_steps_per_s": steps / seconds, "torch": torch.__version__}
+
+
+def _subprocess(mode: str, devices: int, args: dict) -> dict | None:
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
+                        f" --xla_force_host_platform_device_count={devices}").strip()
+    proc = subprocess.run([sys.executable, "-m", "experiments.benchmark.bench", mode,
+                           json.dumps(args)], env=env, capture_output=True, text=True)
+    for line in proc.stdout.splitlines()[::-1]:
+        if line.startswith("{"):
+            return json.loads(line)
+    print(f"[{mode}] failed:\n{proc.stderr[-2000:]}", file=sys.stderr)
+    return None
+
+
+def _torch_available() -> bool:
+    try:
+        import torch  # noqa: F401
+        import transformer_lens  # noqa: F401
+        return True
+    except Exception:
+        return False
+
+
+def main(steps: int, seeds: int, batch: int, devices: list[int], torch: str,
+         repeats: int) -> list[dict]:
+    args = {"steps": steps, "seeds": seeds, "batch": batch, "repeats": repeats}
+    rows = [_subprocess("single_full", 1, args), _subprocess("single_fast", 1, args),
+            _subprocess("sequential", 1, args)]
+    rows += [_subprocess("sweep", d, args) for d in devices]
+    if torch == "yes" or (torch == "auto" and _torch_available()):
+        rows.append(_subprocess("transformer_lens", 1, args))
+    rows = [r for r in rows if r]
+    by = {(r["mode"], r["devices"]): r for r in rows}
+    seq = by.get(("sequential", 1))
+    tl = by.get(("transformer_lens", 1))
+    print(f"\nAssign-and-Add-size model, batch {batch}, {steps} steps, {seeds} seeds, "
+          f"{os.cpu_count()} CPU cores")
+    print(f"{'measurement':<34}{'ms/model-step':>15}{'model-steps/s':>15}{'vs sequential':>15}"
+          f"{'vs TL':>8}")
+    for r in rows:
+        name = f"{r['mode']} ({r['models']} models, {r['devices']} dev)"
+        vs_seq = seq["ms_per_model_step"] / r["ms_per_model_step"] if seq else float("nan")
+        vs_tl = tl["ms_per_model_step"] / r["ms_per_model_step"] if tl else float("nan")
+        print(f"{name:<34}{r['ms_per_model_step']:>15.2f}{r['model_steps_per_s']:>15.1f}"
+              f"{vs_seq:>15.2f}{vs_tl:>8.2f}")
+    if seq:
+        best = max((r for r in rows if r["mode"] == "sweep"), key=lambda r: r["model_steps_per_s"],
+                   default=None)
+        if best:
+            print(f"\nratio b/c (best sweep / sequential loop, per model-step): "
+                  f"{seq['ms_per_model_step'] / best['ms_per_model_step']:.2f}")
+    if tl:
+        fast = by.get(("single_fast", 1))
+        print(f"ratio mechjax single seed / TransformerLens per model-step: "
+              f"{tl['ms_per_model_step'] / fast['ms_per_model_step']:.2f}")
+    return rows
+
+
+if __name__ == "__main__":
+    mode, args = sys.argv[1], json.loads(sys.argv[2])
+    if mode not in MODES:
+        raise SystemExit(f"mode {mode!r}: allowed {MODES}")
+    if mode == "transformer_lens":
+        out = measure_transformer_lens(args["steps"], args["batch"], args["repeats"])
+    else:
+        out = measure_jax(mode, **args)
+    print(json.dumps(out))
