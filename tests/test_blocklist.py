@@ -64,8 +64,7 @@ def test_sample_shapes_and_in_context_rule(name):
     if spec.offsets == "linear_gap":
         assert (np.asarray(b["tokens"]) == spec.pad).sum(1).tolist() == [spec.n_pad] * n
         assert (np.asarray(b["query_pos"]) == t - 1).all()
-    for pool in task.eval_pools.values():
-        assert pool(jax.random.key(2), tp)["tokens"].shape == (1024, t)
+    assert set(task.eval_pools) == {"train", "icl_rare", "icl_common", "iwl"}
 
 
 def test_knobs_are_traced_and_vmappable():
@@ -149,8 +148,8 @@ def test_broken_symmetries_are_detected():
     assert _same(d, _distribution(fixed, relabel=bl.relabel(fixed, 0)))
     biased = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3, f_r=0.4, f_v=0.2, biased=True)
     d = _distribution(biased, {"key_bias": 0.5})
-    g = bl.relabel(biased, 1)
-    assert g[0] >= 2  # moves cycle 0
+    g = np.arange(biased.vocab_in)
+    g[:4] = [2, 3, 0, 1]  # swaps the two pairs: association-preserving, but moves cycle 0
     assert not _same(d, _distribution(biased, {"key_bias": 0.5}, relabel=g))
     assert _same(_distribution(biased), _distribution(biased, relabel=g))  # key_bias = 0
 

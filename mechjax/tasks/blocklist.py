@@ -283,30 +283,32 @@ def var_probs(var: Var, task_params: TaskParams) -> jax.Array:
 
 def draw(spec: BlockListSpec, key: jax.Array, task_params: TaskParams,
          batch_size: int) -> dict[str, jax.Array]:
-    """Independent draws ``{name: int32 [batch_size]}``."""
+    """Independent draws ``{name: int32 [batch_size]}`` (one uniform per draw)."""
     vs = variables(spec)
-    keys = jax.random.split(key, len(vs))
+    u = jax.random.uniform(key, (batch_size, len(vs)))
     out = {}
-    for k, v in zip(keys, vs):
+    for i, v in enumerate(vs):
         if v.param is None:
-            out[v.name] = jax.random.randint(k, (batch_size,), 0, v.size, jnp.int32)
+            out[v.name] = jnp.minimum((u[:, i] * v.size).astype(jnp.int32), v.size - 1)
         else:
             p = jnp.asarray(task_params[v.param], jnp.float32)
-            out[v.name] = jax.random.bernoulli(k, p, (batch_size,)).astype(jnp.int32)
+            out[v.name] = (u[:, i] < p).astype(jnp.int32)
     return out
 
 
 def _pick(draws: list[jax.Array], n: int) -> jax.Array:
     """Sequential sampling without replacement: draw i in [0, n - i) indexes the unused ids."""
-    used = jnp.zeros((n,), bool)
-    out = []
-    for r in draws:
+    if not draws:
+        return jnp.zeros((0,), jnp.int32)
+
+    def body(used, r):
         avail = ~used
         rank = jnp.cumsum(avail) - 1
         idx = jnp.argmax(avail & (rank == r)).astype(jnp.int32)
-        out.append(idx)
-        used = used.at[idx].set(True)
-    return jnp.stack(out) if out else jnp.zeros((0,), jnp.int32)
+        return used.at[idx].set(True), idx
+
+    _, out = jax.lax.scan(body, jnp.zeros((n,), bool), jnp.stack(draws))
+    return out
 
 
 def assemble(spec: BlockListSpec, d: Mapping[str, jax.Array], with_relevant: bool = True,

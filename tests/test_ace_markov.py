@@ -1,0 +1,69 @@
+"""The Markov-cores experiment end to end at test size, and its refusal of bad configs."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from experiments.ace_markov import run
+from experiments.ace_markov.configs import tiny
+from mechjax.config import ConfigError
+
+FIGURES = ("weight_cosine.png", "necessity_sufficiency.png", "projector_overlap.png", "cca.png",
+           "eigenvalues.png", "accuracy.png")
+
+
+def test_tiny_end_to_end(tmp_path):
+    config = tiny.get_config()
+    workdir = str(tmp_path / "run")
+    summary = run.run(config, workdir)
+    n = config.n_seeds
+
+    for name in ("config.json", "summary.json", "metrics.npz", "checkpoints"):
+        assert os.path.exists(os.path.join(workdir, name)), name
+    for name in FIGURES:
+        path = os.path.join(workdir, "figures", name)
+        assert os.path.getsize(path) > 1000, name
+
+    with open(os.path.join(workdir, "summary.json")) as f:
+        saved = json.load(f)
+    for key in ("acc/full", "acc/core_only", "acc/core_removed", "r2_over_oracle"):
+        assert set(saved[key]) == {"mean", "std", "per_seed"}
+        assert len(saved[key]["per_seed"]) == n
+        assert 0.0 <= saved[key]["mean"] <= 1.5
+    for key in ("overlap/mean_offdiag", "overlap/chance", "cca/mean_offdiag",
+                "weight_cosine/mean_offdiag", "ace/batched_seconds", "ace/per_seed_loop_seconds"):
+        assert isinstance(saved[key], float), key
+    ranks = saved["core/rank"]
+    assert len(ranks) == n and all(1 <= r <= config.model.d_model for r in ranks)
+    assert [len(row) for row in saved["eig/fitted"]] == ranks
+    assert all(len(z) == 2 for row in saved["eig/fitted"] for z in row)  # [re, im]
+    assert len(saved["eig/max_abs_error"]) == n
+    assert saved["overlap/chance"] == pytest.approx(np.mean(ranks) / config.model.d_model)
+    # The batched call and the per-seed loop compute the same cores.
+    assert saved["ace/loop_matches_batched"] is True
+    # The full model beats chance even at this size, and the optimal bar is the Bayes accuracy.
+    assert saved["acc/full"]["mean"] > 0.4
+    assert saved["acc/optimal"] == pytest.approx(0.75, abs=0.05)
+    assert summary["n_seeds"] == n
+    assert "acc/full" in run.format_summary(summary)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: setattr(c, "n_seeds", 0), "n_seeds=0"),
+    (lambda c: c.ace.__setattr__("tau", 1.5), "ace.tau=1.5"),
+    (lambda c: c.ace.__setattr__("jac_samples", 10 ** 7), "ace.jac_samples"),
+    (lambda c: c.model.__setattr__("n_head", 4), "unknown model config keys ['n_head']"),
+    (lambda c: c.ace.__setattr__("taus", 0.9), "config.ace: unknown keys ['taus']"),
+    (lambda c: c.__setattr__("epochs", 40), "config: unknown keys ['epochs']"),
+    (lambda c: c.task.__setattr__("batch_size", 10 ** 6), "task.batch_size"),
+])
+def test_bad_config_raises_before_writing(tmp_path, edit, message):
+    config = tiny.get_config()
+    edit(config)
+    workdir = tmp_path / "run"
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        run.run(config, str(workdir))
+    assert not workdir.exists()
