@@ -57,6 +57,33 @@ def seed_mesh() -> jax.sharding.Mesh:
                          axis_types=(jax.sharding.AxisType.Auto,))
 
 
+VECTORIZE = ("vmap", "map")
+
+
+def sweep_program(trainer: Trainer, chunk: int, mesh: jax.sharding.Mesh,
+                  vectorize: str = "vmap") -> Callable:
+    """``(state [S, G, ...], hparams [G]) -> (state, metrics [S, G, chunk])``, jitted.
+
+    ``shard_map`` gives each device its own block of seeds (seeds never communicate). Within a
+    device the seeds are batched by ``vmap`` or run one after another by ``lax.map``
+    (``vectorize``): batching shares each matmul across seeds, the loop keeps every matmul the
+    size of one model; which is faster depends on the model and the device (see BUILD_NOTES).
+    The grid axis is always vmapped.
+    """
+    if vectorize not in VECTORIZE:
+        raise ValueError(f"vectorize={vectorize!r}: allowed {VECTORIZE}")
+    over_grid = jax.vmap(lambda state, hp: trainer.run(state, hp, chunk), (0, 0))
+
+    def per_device(state, hparams):
+        if vectorize == "vmap":
+            return jax.vmap(over_grid, (0, None))(state, hparams)
+        return jax.lax.map(lambda s: over_grid(s, hparams), state)
+
+    spec = PartitionSpec(SEED_AXIS)
+    return jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(spec, PartitionSpec()),
+                                 out_specs=spec), donate_argnums=0)
+
+
 def _shard_seeds(tree, mesh):
     """Place host arrays with a leading seed axis as global arrays sharded over ``seed``."""
     sharding = NamedSharding(mesh, PartitionSpec(SEED_AXIS))
@@ -91,7 +118,7 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
               init_state: Callable[[jax.Array, Mapping[str, jax.Array]], TrainState] | None = None,
               log_every_chunk: bool = True, max_to_keep: int = 2,
               on_chunk: Callable[[int, dict[str, np.ndarray]], None] | None = None,
-              ) -> SweepResult:
+              vectorize: str = "vmap") -> SweepResult:
     """Train every ``seed`` at every grid point of ``hparams`` (``{name: [n_grid]}``).
 
     Hyperparameters not given take the trainer's defaults. ``chunk_evals`` evaluation intervals
@@ -99,7 +126,7 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
     every chunk to ``workdir/checkpoints`` and resumes from there. ``init_state(key, hparams)``
     replaces ``trainer.init`` (e.g. to start from loaded weights). ``on_chunk(chunks_done,
     chunk_metrics)`` runs on the host after each chunk is saved (custom logging, early stopping
-    by raising).
+    by raising). ``vectorize``: how seeds share a device, see ``sweep_program``.
     """
     seeds = [int(s) for s in seeds]
     if not seeds:
@@ -134,9 +161,7 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
     init_one = init_state or trainer.init
     init_fn = jax.jit(jax.vmap(jax.vmap(init_one, (None, 0)), (0, None)),
                       out_shardings=seed_sharding)
-    run_one = lambda state, hp: trainer.run(state, hp, chunk)
-    run_fn = jax.jit(jax.vmap(jax.vmap(run_one, (0, 0)), (0, None)),
-                     out_shardings=seed_sharding, donate_argnums=0)
+    run_fn = sweep_program(trainer, chunk, mesh, vectorize)
 
     state = init_fn(_shard_seeds(keys, mesh), grid)
     metric_shapes = jax.eval_shape(run_fn, state, grid)[1]

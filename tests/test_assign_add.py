@@ -127,8 +127,8 @@ def test_sweep_over_f_and_r_compiles_once(task, split):
         traces.append(1)
         return task.sample(key, {"f": f, "r": r})
 
-    fs = jnp.asarray([0.1, 0.3, 0.7, 0.95, 0.1])
-    rs = jnp.asarray([1.0, 1.0, 1.0, 1.0, 0.0])
+    fs = jnp.asarray([0.1, 0.3, 0.7, 0.95, 0.1, 0.7])
+    rs = jnp.asarray([1.0, 1.0, 1.0, 1.0, 0.0, 0.2])
     fn = jax.jit(jax.vmap(sample, in_axes=(None, 0, 0)))
     batches = fn(jax.random.PRNGKey(1), fs, rs)
     fn(jax.random.PRNGKey(2), fs * 0.9, rs)
@@ -142,22 +142,22 @@ def test_sweep_over_f_and_r_compiles_once(task, split):
         assert ranks.max() < int(np.floor(f * aa.N_PAIRS)), f
         if f <= 0.1:  # only 348 training pairs: the batch must cover many of them
             assert len(np.unique(ranks)) > 200
-        if rs[i] == 0.0:
-            assert not any(r["kind"] == aa.TWO_VAR for r in rows)
+        share = np.mean([r["kind"] == aa.TWO_VAR for r in rows])
+        # each 2-var row kept with probability r, a dropped one redrawn: 10 r / (32 + 10 r)
+        expected = 10 * float(rs[i]) / (32 + 10 * float(rs[i]))
+        assert abs(share - expected) <= 4 * np.sqrt(expected / len(rows)), (float(rs[i]), share)
 
 
-def test_keep_probability_r(split):
-    resample = jax.jit(aa.make_train_sampler(4096, split))
-    rows = decode_batch(resample(jax.random.PRNGKey(3), {"f": 0.7, "r": 0.2}))
-    share = np.mean([r["kind"] == aa.TWO_VAR for r in rows])
-    expected = 10 * 0.2 / (32 + 10 * 0.2)  # rows kept with probability r, the others redrawn
-    assert abs(share - expected) < 4 * np.sqrt(expected / len(rows))
+def test_keep_probability_r_as_loss_weight(split):
     weighted = jax.jit(aa.make_train_sampler(4096, split, r_mode="weight"))
     batch = weighted(jax.random.PRNGKey(3), {"f": 0.7, "r": 0.2})
+    decode_batch(batch)
     kinds = np.asarray(aa.sequence_kind(batch["tokens"]))
     w = np.asarray(batch["weights"])
     assert np.all(w[kinds != aa.TWO_VAR] == 1.0)
     assert abs(w[kinds == aa.TWO_VAR].mean() - 0.2) < 0.05
+    with pytest.raises(ValueError, match="r_mode"):
+        aa.make_train_sampler(8, split, r_mode="drop")
 
 
 # ---- pools and exhaustive sets -------------------------------------------------------------------

@@ -14,7 +14,8 @@ import subprocess
 import sys
 import time
 
-MODES = ("single_full", "single_fast", "sequential", "sweep", "transformer_lens")
+MODES = ("single_full", "single_fast", "sequential", "sweep_vmap", "sweep_map",
+         "transformer_lens")
 
 
 def _task(batch: int):
@@ -48,7 +49,8 @@ def measure_jax(mode: str, steps: int, seeds: int, batch: int, repeats: int) -> 
     import jax
     import numpy as np
     from jax.sharding import NamedSharding, PartitionSpec
-    from mechjax.sweep import SEED_AXIS, seed_mesh
+    import jax.numpy as jnp
+    from mechjax.sweep import SEED_AXIS, seed_mesh, sweep_program
     from mechjax.train import TrainConfig, make_train
 
     fast = mode != "single_full"
@@ -76,9 +78,13 @@ def measure_jax(mode: str, steps: int, seeds: int, batch: int, repeats: int) -> 
         sharding = NamedSharding(mesh, PartitionSpec(SEED_AXIS))
         keys = jax.device_put(np.stack([np.asarray(jax.random.PRNGKey(i)) for i in range(n_pad)]),
                               sharding)
-        init = jax.jit(jax.vmap(tr.init, (0, None)), out_shardings=sharding)
-        run = jax.jit(jax.vmap(lambda s, h: tr.run(s, h, 1), (0, None)), out_shardings=sharding)
-        state = init(keys, hp)
+        init = jax.jit(jax.vmap(jax.vmap(tr.init, (None, 0)), (0, None)),
+                       out_shardings=sharding)
+        grid = {k: v[None] for k, v in hp.items()}
+        program = sweep_program(tr, 1, mesh, vectorize=mode.split("_")[1])
+        state = init(keys, grid)
+        hp = grid
+        run = lambda s, h: program(jax.tree.map(jnp.copy, s), h)  # the program donates its input
         jax.block_until_ready(run(state, hp))
         seconds = _best_time(lambda: jax.block_until_ready(run(state, hp)), repeats)
         n_models = n_pad
@@ -149,7 +155,7 @@ def main(steps: int, seeds: int, batch: int, devices: list[int], torch: str,
     args = {"steps": steps, "seeds": seeds, "batch": batch, "repeats": repeats}
     rows = [_subprocess("single_full", 1, args), _subprocess("single_fast", 1, args),
             _subprocess("sequential", 1, args)]
-    rows += [_subprocess("sweep", d, args) for d in devices]
+    rows += [_subprocess(f"sweep_{how}", d, args) for how in ("vmap", "map") for d in devices]
     if torch == "yes" or (torch == "auto" and _torch_available()):
         rows.append(_subprocess("transformer_lens", 1, args))
     rows = [r for r in rows if r]
@@ -167,7 +173,7 @@ def main(steps: int, seeds: int, batch: int, devices: list[int], torch: str,
         print(f"{name:<34}{r['ms_per_model_step']:>15.2f}{r['model_steps_per_s']:>15.1f}"
               f"{vs_seq:>15.2f}{vs_tl:>8.2f}")
     if seq:
-        best = max((r for r in rows if r["mode"] == "sweep"), key=lambda r: r["model_steps_per_s"],
+        best = max((r for r in rows if r["mode"].startswith("sweep")), key=lambda r: r["model_steps_per_s"],
                    default=None)
         if best:
             print(f"\nratio b/c (best sweep / sequential loop, per model-step): "

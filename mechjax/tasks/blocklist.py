@@ -480,9 +480,11 @@ def _assembler(spec: BlockListSpec, with_relevant: bool):
     return jax.jit(jax.vmap(lambda dd: assemble(spec, dd, with_relevant)))
 
 
+@functools.lru_cache(maxsize=16)
 def enumerate_support(spec: BlockListSpec, with_relevant: bool = True,
                       max_combos: int = 4_000_000, chunk: int = 200_000) -> Support:
-    """Every sequence of a tiny ``spec`` with its exact probability, duplicates merged."""
+    """Every sequence of a tiny ``spec`` with its exact probability, duplicates merged (cached
+    per spec; treat the result as read-only)."""
     vs = variables(spec)
     total = support_size(spec)
     if total > max_combos:

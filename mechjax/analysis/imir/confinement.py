@@ -58,18 +58,27 @@ def population_batch(spec: blocklist.BlockListSpec, task_params: Mapping[str, fl
             "weights": batch["weights"].astype(dtype)}
 
 
-def exact_confinement(spec: blocklist.BlockListSpec, basis: Basis, trainables: Params,
-                      task_params: Mapping[str, float] | None = None, causal: bool = False,
-                      chunk: int | None = 20_000, check_basis: Basis | None = None,
-                      ) -> dict[str, float]:
-    """Residual of the exact population gradient at ``trainables`` (use float64 weights inside
-    ``jax.enable_x64(True)`` to see ~1e-15; float32 gives ~1e-7)."""
+def population_gradient(spec: blocklist.BlockListSpec, frame, trainables: Params,
+                        task_params: Mapping[str, float] | None = None, causal: bool = False,
+                        chunk: int | None = 20_000) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """``(loss, grads)`` of the exact population loss of a tiny enumerated ``spec`` (in the dtype
+    of ``trainables``; use float64 inside ``jax.enable_x64(True)`` for ~1e-15 residuals)."""
     dtype = next(iter(trainables.values())).dtype
     batch = population_batch(spec, task_params, dtype)
-    loss, g = loss_grad_fn(basis, causal, chunk, dtype)(dict(trainables), batch)
-    out = grad_residual(check_basis or basis, g)
+    cfg = imir_config(frame, causal=causal)
+    fixed = fixed_params(frame, dtype)
+    fn = jax.jit(jax.value_and_grad(
+        lambda tr, b: readout_loss({**fixed, **tr}, cfg, b, chunk)))
+    return fn(dict(trainables), batch)
+
+
+def exact_confinement(spec: blocklist.BlockListSpec, basis: Basis, trainables: Params,
+                      task_params: Mapping[str, float] | None = None, causal: bool = False,
+                      chunk: int | None = 20_000) -> dict[str, float]:
+    """Residual of the exact population gradient at ``trainables`` (see population_gradient)."""
+    loss, g = population_gradient(spec, basis.frame, trainables, task_params, causal, chunk)
+    out = grad_residual(basis, g)
     out["loss"] = float(loss)
-    out["n_sequences"] = int(batch["tokens"].shape[0])
     return out
 
 

@@ -117,16 +117,21 @@ def integrate(field, theta0: jax.Array, task_params, t1: float, n_steps: int, n_
 
 def integrate_checked(field, theta0: jax.Array, task_params, t1: float, n_steps: int,
                       n_save: int, rtol: float = 1e-3, max_halvings: int = 4,
-                      ) -> tuple[jax.Array, float, int]:
+                      in_axes: tuple | None = None) -> tuple[jax.Array, float, int]:
     """RK4 with step halving until two resolutions agree: ``max|x_n - x_2n| / max|x_2n|`` <=
-    ``rtol``. Returns ``(trajectory, achieved error, n_steps used)``. Works batched (vmapped
-    leading axes on ``theta0``/``task_params`` are handled by the caller's ``jax.vmap``)."""
-    run = jax.jit(integrate, static_argnums=(0, 3, 4, 5))
-    coarse = run(field, theta0, task_params, t1, n_steps, n_save)
+    ``rtol``. Returns ``(trajectory, achieved error, n_steps used)``. ``in_axes`` (e.g.
+    ``(0, None)``) vmaps over initial conditions and/or task parameters: one compilation for the
+    whole batch of trajectories (``[batch, n_save + 1, n]``)."""
+    def one(th, tp, n):
+        return integrate(field, th, tp, t1, n, n_save)
+
+    fn = one if in_axes is None else jax.vmap(one, in_axes=tuple(in_axes) + (None,))
+    run = jax.jit(fn, static_argnums=2)
+    coarse = run(theta0, task_params, n_steps)
     err = float("inf")
     for _ in range(max_halvings):
         n_steps *= 2
-        fine = run(field, theta0, task_params, t1, n_steps, n_save)
+        fine = run(theta0, task_params, n_steps)
         err = float(jnp.max(jnp.abs(fine - coarse)) / jnp.maximum(jnp.max(jnp.abs(fine)), 1e-30))
         coarse = fine
         if err <= rtol:
