@@ -66,3 +66,30 @@ def quiet_library_logs() -> None:
     """Keep absl/orbax INFO chatter out of the progress output (warnings still show)."""
     from absl import logging
     logging.set_verbosity(logging.WARNING)
+
+
+def run_cli(run_fn, format_fn, main_file: str, default_config: str = "cpu.py") -> None:
+    """The whole ``__main__`` of an experiment: ``--workdir``, ``--config`` (an ml_collections
+    file beside ``main_file`` in ``configs/``, overridable as ``--config.key=value``) and
+    ``--overwrite``; then ``run_fn(config, workdir, overwrite=...)`` and a printed summary."""
+    import os
+
+    from absl import app, flags
+    from ml_collections import config_flags
+
+    config = config_flags.DEFINE_config_file(
+        "config", os.path.join(os.path.dirname(os.path.abspath(main_file)), "configs",
+                               default_config), "experiment config file")
+    workdir = flags.DEFINE_string("workdir", None,
+                                  "run folder (config, checkpoints, metrics, figures, summary)")
+    overwrite = flags.DEFINE_bool("overwrite", False,
+                                  "replace a run of a different config in --workdir")
+
+    def main(argv):
+        if len(argv) > 1:
+            raise app.UsageError(f"unexpected arguments {argv[1:]}")
+        quiet_library_logs()
+        print(format_fn(run_fn(config.value, workdir.value, overwrite=overwrite.value)))
+
+    flags.mark_flag_as_required("workdir")
+    app.run(main)

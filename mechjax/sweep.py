@@ -194,6 +194,11 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
         if manager is not None:
             manager.save(c + 1, args=ocp.args.StandardSave({"state": state, "metrics": metrics}))
             manager.wait_until_finished()  # raises if the save failed
+            if jax.process_index() == 0:  # metrics so far, readable while the sweep runs
+                write_metrics(os.path.join(workdir, "metrics.npz"),
+                              {k: v[:len(seeds), :, :min((c + 1) * chunk, n_evals)]
+                               for k, v in metrics.items()},
+                              full, seeds)
         if log_every_chunk:
             _log_progress(c + 1, n_chunks, done_at_start, t0, chunk_metrics, trainer,
                           len(seeds) * n_grid)
@@ -225,11 +230,17 @@ def _log_progress(done: int, total: int, done_at_start: int, t0: float,
         f"train/loss {loss:.4f}" + (f" | {diverged} runs diverged" if diverged else ""))
 
 
-def save_metrics(path: str, result: SweepResult) -> None:
-    """Metrics, seeds and grid as one ``.npz`` (metric names keep their slashes)."""
-    arrays = {f"metrics/{k}": v for k, v in result.metrics.items()}
-    arrays.update({f"hparams/{k}": v for k, v in result.hparams.items()})
-    arrays["seeds"] = np.asarray(result.seeds)
+def write_metrics(path: str, metrics: Mapping[str, np.ndarray],
+                  hparams: Mapping[str, np.ndarray], seeds: Sequence[int]) -> None:
+    """Metrics ``[n_seeds, n_grid, n_evals]``, grid and seeds as one ``.npz`` (atomic write)."""
+    arrays = {f"metrics/{k}": np.asarray(v) for k, v in metrics.items()}
+    arrays.update({f"hparams/{k}": np.asarray(v) for k, v in hparams.items()})
+    arrays["seeds"] = np.asarray(seeds)
     tmp = path + ".tmp.npz"
     np.savez(tmp, **arrays)
     os.replace(tmp, path)
+
+
+def save_metrics(path: str, result: SweepResult) -> None:
+    """The final metrics of a sweep (see ``write_metrics``)."""
+    write_metrics(path, result.metrics, result.hparams, result.seeds)

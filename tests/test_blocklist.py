@@ -188,3 +188,8 @@ def test_spec_validation_messages():
         bl.BlockListSpec(n_rare=2, n_blocks=4)
     with pytest.raises(ValueError, match="allowed"):
         bl.BlockListSpec(kind="nope")
+    with pytest.raises(ValueError, match="block_len 3"):
+        bl.BlockListSpec(kind="cond", n_cond=2, block_len=2)
+    with pytest.raises(ValueError, match="khop"):
+        bl.BlockListSpec(kind="recall", hops=2)
+    assert bl.BlockListSpec(kind="cond", n_cond=2).block_len == 3

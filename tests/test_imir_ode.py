@@ -17,12 +17,17 @@ def test_reduced_ode_tracks_full_gradient_descent():
     frame = ib.make_frame(ib.TokenStructure.from_spec(SPEC), SPEC.seq_len)
     basis = ib.make_basis(frame)
     loss = ode.population_loss_fn(basis, support)
-    # the rotation quotient gives the same loss and coordinate gradient on the manifold
-    loss_q = ode.population_loss_fn(basis, support.rotation_quotient())
+    # one sequence per symmetry orbit gives the same coordinate gradient on the manifold
+    rot, orb = support.rotation_quotient(), support.orbit_quotient(SPEC)
+    assert orb.size < rot.size < support.size
     theta0 = 0.1 * jax.random.normal(jax.random.key(0), (2, basis.size))
-    field, field_q = ode.vector_field(basis, loss), ode.vector_field(basis, loss_q)
-    np.testing.assert_allclose(field_q(theta0[0], tp), field(theta0[0], tp), rtol=1e-4,
-                               atol=1e-6)
+    field = ode.vector_field(basis, loss)
+    want = field(theta0[0], tp)
+    for quotient in (rot, orb):
+        np.testing.assert_allclose(float(quotient.probs(tp).sum()), 1.0, rtol=1e-6)
+        got = ode.vector_field(basis, ode.population_loss_fn(basis, quotient))(theta0[0], tp)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+    field_q = ode.vector_field(basis, ode.population_loss_fn(basis, orb))
     t1, n_save = 150.0, 20
     traj, err, _ = ode.integrate_checked(field_q, theta0, tp, t1, 100, n_save, rtol=1e-3,
                                          in_axes=(0, None))

@@ -1,4 +1,5 @@
-"""python -m experiments.ace_markov --workdir=DIR [--config=...] [--config.key=value] [--overwrite]"""
+"""python -m experiments.ace_markov --workdir=DIR [--config=...] [--config.key=value]
+[--overwrite]"""
 import os
 
 from absl import app, flags
@@ -8,7 +9,8 @@ from experiments.ace_markov import run
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", os.path.join(os.path.dirname(__file__), "configs", "cpu.py"), "experiment config")
-_WORKDIR = flags.DEFINE_string("workdir", None, "run folder (config, checkpoints, figures, summary)")
+_WORKDIR = flags.DEFINE_string("workdir", None,
+                               "run folder (config, checkpoints, figures, summary)")
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "replace a run of a different config in workdir")
 
 

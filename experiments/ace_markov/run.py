@@ -115,7 +115,10 @@ def make_analysis(cfg: ModelConfig, tau: float, compare_dims: int, float64: bool
 
 
 def jacobian_samples(tokens: np.ndarray, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` distinct (sequence, position) pairs of ``tokens [B, T]``: ``(tokens [n, T], pos [n])``."""
+    """``n`` distinct (sequence, position) pairs of ``tokens [B, T]``.
+
+    Returns ``(tokens [n, T], pos [n])``: the sequence of each pair and the position in it.
+    """
     b, t = tokens.shape
     flat = np.random.default_rng(seed).choice(b * t, size=n, replace=False)
     return tokens[flat // t], (flat % t).astype(np.int32)
@@ -268,18 +271,21 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
                          title=f"Markov chain: accuracy over {len(seeds)} seeds",
                          ylabel="accuracy", marks=())
     ace_plots.seed_matrix(os.path.join(fig_dir, "weight_cosine.png"), cosine,
-                          f"whole-weight cosine (mean off-diag "
-                          f"{summary['weight_cosine/mean_offdiag']:.3f})", seeds, -1.0, 1.0)
+                          "weight cosine\n"
+                          f"off-diag {summary['weight_cosine/mean_offdiag']:.3f}",
+                          seeds, -1.0, 1.0)
     ace_plots.bars_with_dots(
         os.path.join(fig_dir, "necessity_sufficiency.png"),
         {"optimal": bayes, "full": acc["full"], "core only": acc["core_only"],
          "core removed": acc["core_removed"], "chance": CHANCE},
         title=f"core interventions at the block output ({len(seeds)} seeds)")
     ace_plots.seed_matrix(os.path.join(fig_dir, "projector_overlap.png"), overlap,
-                          f"projector overlap (mean off-diag {summary['overlap/mean_offdiag']:.3f}"
-                          f", chance {summary['overlap/chance']:.3f})", seeds, 0.0, 1.0)
+                          "projector overlap\n"
+                          f"off-diag {summary['overlap/mean_offdiag']:.3f}, "
+                          f"chance {summary['overlap/chance']:.3f}", seeds, 0.0, 1.0)
     ace_plots.seed_matrix(os.path.join(fig_dir, "cca.png"), cca_m,
-                          f"mean top-r CCA (mean off-diag {summary['cca/mean_offdiag']:.3f})",
+                          "mean top-r CCA\n"
+                          f"off-diag {summary['cca/mean_offdiag']:.3f}",
                           seeds, 0.0, 1.0)
     ace_plots.unit_circle(os.path.join(fig_dir, "eigenvalues.png"),
                           [row[:r] for row, r in zip(lam, ranks)], true,

@@ -1,4 +1,5 @@
-"""python -m experiments.benchmark [--steps=40] [--seeds=16] [--batch=512] [--devices=1,2] [--torch]
+"""python -m experiments.benchmark [--steps=40] [--seeds=16] [--batch=512] [--devices=1,2]
+    [--torch=auto|yes|no] [--torch_python=PATH]
 
 Every measurement runs in its own subprocess (so each can choose its number of host devices
 before JAX starts) and the ratios are printed side by side at the end.
@@ -13,6 +14,9 @@ _BATCH = flags.DEFINE_integer("batch", 512, "sequences per step", lower_bound=1)
 _DEVICES = flags.DEFINE_list("devices", ["1", "2"], "host device counts to try for the sweep")
 _TORCH = flags.DEFINE_enum("torch", "auto", ["auto", "yes", "no"],
                            "also time TransformerLens (auto: when torch and transformer_lens import)")
+_TORCH_PYTHON = flags.DEFINE_string(
+    "torch_python", None, "a Python interpreter with torch and transformer_lens (another venv) "
+    "for the TransformerLens measurement")
 _REPEATS = flags.DEFINE_integer("repeats", 3, "timed repetitions (best is reported)", lower_bound=1)
 
 
@@ -26,7 +30,7 @@ def main(argv):
                                  "positive integer")
         devices.append(int(d))
     bench.main(steps=_STEPS.value, seeds=_SEEDS.value, batch=_BATCH.value, devices=devices,
-               torch=_TORCH.value, repeats=_REPEATS.value)
+               torch=_TORCH.value, repeats=_REPEATS.value, torch_python=_TORCH_PYTHON.value)
 
 
 if __name__ == "__main__":

@@ -128,11 +128,11 @@ def measure_transformer_lens(steps: int, batch: int, repeats: int) -> dict:
             "model_steps_per_s": steps / seconds, "torch": torch.__version__}
 
 
-def _subprocess(mode: str, devices: int, args: dict) -> dict | None:
+def _subprocess(mode: str, devices: int, args: dict, python: str | None = None) -> dict | None:
     env = dict(os.environ)
     env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
                         f" --xla_force_host_platform_device_count={devices}").strip()
-    proc = subprocess.run([sys.executable, "-m", "experiments.benchmark.bench", mode,
+    proc = subprocess.run([python or sys.executable, "-m", "experiments.benchmark.bench", mode,
                            json.dumps(args)], env=env, capture_output=True, text=True)
     for line in proc.stdout.splitlines()[::-1]:
         if line.startswith("{"):
@@ -151,13 +151,13 @@ def _torch_available() -> bool:
 
 
 def main(steps: int, seeds: int, batch: int, devices: list[int], torch: str,
-         repeats: int) -> list[dict]:
+         repeats: int, torch_python: str | None = None) -> list[dict]:
     args = {"steps": steps, "seeds": seeds, "batch": batch, "repeats": repeats}
     rows = [_subprocess("single_full", 1, args), _subprocess("single_fast", 1, args),
             _subprocess("sequential", 1, args)]
     rows += [_subprocess(f"sweep_{how}", d, args) for how in ("vmap", "map") for d in devices]
-    if torch == "yes" or (torch == "auto" and _torch_available()):
-        rows.append(_subprocess("transformer_lens", 1, args))
+    if torch_python or torch == "yes" or (torch == "auto" and _torch_available()):
+        rows.append(_subprocess("transformer_lens", 1, args, torch_python))
     rows = [r for r in rows if r]
     by = {(r["mode"], r["devices"]): r for r in rows}
     seq = by.get(("sequential", 1))

@@ -66,7 +66,7 @@ class BlockListSpec:
       kind: which instance (see module docstring).
       n_common, n_rare: sizes of the common and rare token pools.
       n_blocks: n, the number of blocks including the partial query block.
-      block_len: k (forced to 2 for recall/khop/ioi, 3 for cond).
+      block_len: k; ``None`` picks the kind's (2 for recall/khop/ioi, 3 for cond and ngram).
       hops: look-ups chained by ``khop`` (1..3); ``recall`` and ``ioi`` use 1.
       burstiness: b, copies of each relevant block in the context.
       cycle_len: length of the association cycles (``None``: 2, or hops + 1 / block_len if larger).
@@ -82,7 +82,7 @@ class BlockListSpec:
     n_common: int = 8
     n_rare: int = 8
     n_blocks: int = 4
-    block_len: int = 2
+    block_len: int | None = None
     hops: int = 1
     burstiness: int = 1
     cycle_len: int | None = None
@@ -100,10 +100,14 @@ class BlockListSpec:
         if self.offsets not in OFFSETS:
             raise ValueError(f"offsets={self.offsets!r}: allowed {OFFSETS}")
         fixed_k = {"recall": 2, "khop": 2, "ioi": 2, "cond": 3}.get(self.kind)
+        if self.block_len is None:
+            object.__setattr__(self, "block_len", fixed_k or 3)
         if fixed_k is not None and self.block_len != fixed_k:
-            object.__setattr__(self, "block_len", fixed_k)
-        if self.kind in ("recall", "ioi", "ngram", "cond") and self.hops != 1:
-            object.__setattr__(self, "hops", 1)
+            raise ValueError(f"kind={self.kind!r} has block_len {fixed_k}, got {self.block_len}")
+        if self.kind != "khop" and self.hops != 1:
+            raise ValueError(f"hops={self.hops} is only used by kind='khop'")
+        if self.kind != "ngram" and self.confusers:
+            raise ValueError("confusers is only used by kind='ngram'")
         if not 1 <= self.hops <= 3:
             raise ValueError(f"hops={self.hops}: allowed 1..3")
         if self.block_len < 2:
@@ -112,8 +116,8 @@ class BlockListSpec:
             raise ValueError(f"burstiness={self.burstiness}: must be >= 1")
         if self.n_dist < 0:
             raise ValueError(
-                f"n_blocks={self.n_blocks} leaves {self.n_blocks - 1} context slots, fewer than the "
-                f"{self.n_relevant_slots + self.n_conflict + self.confusers} relevant/conflict/"
+                f"n_blocks={self.n_blocks} leaves {self.n_blocks - 1} context slots, fewer than "
+                f"the {self.n_relevant_slots + self.n_conflict + self.confusers} relevant/conflict/"
                 "confuser blocks; raise n_blocks or lower burstiness")
         if self.n_common % self.cyc:
             raise ValueError(f"n_common={self.n_common} is not a multiple of cycle_len={self.cyc}")
@@ -241,7 +245,7 @@ class BlockListSpec:
 # ------------------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Var:
-    """One categorical draw: uniform on ``[0, size)``, or a Bernoulli of task parameter ``param``."""
+    """One categorical draw: uniform on ``[0, size)``, or a Bernoulli of task param ``param``."""
 
     name: str
     size: int
@@ -468,6 +472,60 @@ class Support:
         the full weight gradient. Needs ``offsets='cyclic'``."""
         t = self.batch["tokens"].shape[1]
         return self.select(np.asarray(self.batch["query_pos"]) == t - 1, scale=float(t))
+
+    def orbit_quotient(self, spec: BlockListSpec) -> "Support":
+        """One representative per orbit of the whole symmetry group (token relabellings that
+        preserve the association, and cyclic rotations), weighted by the orbit's mass.
+
+        Canonical form: rotate the query to the end, then relabel tokens in order of first
+        appearance (the target last): each newly seen common cycle becomes the next cycle,
+        rotated so the first-seen member is its first token; rare and condition tokens take the
+        next free id of their class. The relabelling is a group element, and the canonical form
+        is the same for every member of an orbit, so expectations of invariant functions (the
+        loss and the manifold-coordinate gradient on the manifold) are exact. Needs ``cyclic``.
+        """
+        if spec.offsets != "cyclic":
+            raise ValueError("orbit_quotient needs offsets='cyclic'")
+        tok = np.asarray(self.batch["tokens"])
+        qpos = np.asarray(self.batch["query_pos"])
+        tgt = np.asarray(self.batch["target"])
+        t, l, n_c = tok.shape[1], spec.cyc, spec.n_common
+        starts = {"rare": spec.n_common, "cond": spec.n_common + spec.n_rare}
+        rows = []
+        for row, q, y in zip(tok, qpos, tgt):
+            seq = np.roll(row, t - 1 - q)
+            cyc_map: dict[int, tuple[int, int]] = {}
+            other: dict[int, int] = {}
+            counters = {"rare": 0, "cond": 0}
+            out = []
+            for x in list(seq) + [y]:
+                x = int(x)
+                if x < n_c:
+                    c, j = divmod(x, l)
+                    if c not in cyc_map:
+                        cyc_map[c] = (len(cyc_map), j)
+                    nc, j0 = cyc_map[c]
+                    out.append(nc * l + (j - j0) % l)
+                elif x >= spec.n_tokens:  # pad
+                    out.append(x)
+                else:
+                    cls = "rare" if x < spec.n_common + spec.n_rare else "cond"
+                    if x not in other:
+                        other[x] = starts[cls] + counters[cls]
+                        counters[cls] += 1
+                    out.append(other[x])
+            rows.append(out)
+        rows = np.asarray(rows, np.int32)
+        key = np.concatenate([rows, np.asarray(self.batch["is_rare"])[:, None],
+                              self.param_draws], 1)
+        uniq, inverse = np.unique(key, axis=0, return_inverse=True)
+        count = np.zeros(len(uniq), np.float64)
+        np.add.at(count, inverse.reshape(-1), self.count)
+        seqs = {"tokens": jnp.asarray(uniq[:, :t]), "target": jnp.asarray(uniq[:, t]),
+                "query_pos": jnp.full((len(uniq),), t - 1, jnp.int32),
+                "is_rare": jnp.asarray(uniq[:, t + 1])}
+        return Support(batch=to_batch(seqs), count=count, base=self.base,
+                       param_vars=self.param_vars, param_draws=uniq[:, t + 2:])
 
 
 def support_size(spec: BlockListSpec) -> int:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Literal, Mapping, Sequence
+from typing import Literal, Sequence
 
 import jax
 import jax.numpy as jnp

@@ -1,0 +1,376 @@
+"""The Assign-and-Add training job (SPEC 1): many seeds in one compiled program, the three phases per
+seed, generalization on the exhaustive sets, the mechanism of every final model, figures, summary.
+
+Data flow: config -> (task, trainer with ``eval_fn``) -> ``run_sweep`` (per evaluation: accuracy
+on every pool, the seven progress measures and the QK2-gradient measures, per seed) -> metrics
+``[n_seeds, n_evals]`` -> phase steps per seed -> final params ``[n_seeds, ...]`` -> exhaustive
+accuracies and ``mechanism_summary`` batched over seeds -> figures and ``summary.json``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Any, Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from experiments.assign_add import analysis as an
+from mechjax import experiment
+from mechjax.analysis import assign_add_mech as mech
+from mechjax.config import ConfigError, ModelConfig
+from mechjax.hooks import run_with_cache
+from mechjax.plots import assign_add as plots
+from mechjax.sweep import log, run_sweep, save_metrics
+from mechjax.tasks import assign_add as aa
+from mechjax.train import Trainer, make_train
+from mechjax.workdir import write_json
+
+TOP_KEYS = {"n_seeds", "seed_offset", "chunk_evals", "task", "model", "train", "hparams",
+            "analysis", "phases"}
+TASK_KEYS = {"batch_size", "pool_size", "f", "r", "split", "split_seed"}
+MODEL_KEYS = {"d_model", "n_heads", "d_head", "d_mlp", "act_fn", "init"}  # the rest is SPEC 1.3
+ANALYSIS_KEYS = {"probe_size", "grad_batch", "final_size", "union_sample", "data_seed"}
+PHASE_KEYS = {"threshold", "phase1", "phase2", "phase3"}
+SPLITS = ("authors", "seeded")
+PHASES = ("phase1", "phase2", "phase3")
+
+
+# ------------------------------------------------------------------------------------------------
+# Config -> objects (every check before anything is compiled or written)
+# ------------------------------------------------------------------------------------------------
+def check_keys(name: str, values: Any, allowed: set[str], required: set[str] | None = None
+               ) -> dict:
+    """``values`` as a dict; unknown keys (and missing ``required`` ones) raise ConfigError."""
+    values = experiment.as_dict(values)
+    required = allowed if required is None else required
+    unknown, missing = sorted(set(values) - allowed), sorted(required - set(values))
+    if unknown or missing:
+        where = f"config.{name}" if name else "config"
+        raise ConfigError(f"{where}: unknown keys {unknown}, missing keys {missing}; "
+                          f"allowed: {sorted(allowed)}")
+    return values
+
+
+def positive_int(name: str, value: Any, minimum: int = 1) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ConfigError(f"{name}={value!r}: must be an integer >= {minimum}")
+    return value
+
+
+def make_split(task_cfg: Mapping[str, Any]) -> aa.PairSplit:
+    if task_cfg["split"] not in SPLITS:
+        raise ConfigError(f"task.split={task_cfg['split']!r}: allowed {SPLITS}")
+    seed = positive_int("task.split_seed", task_cfg["split_seed"], 0)
+    return aa.authors_split(seed) if task_cfg["split"] == "authors" else aa.seeded_split(seed)
+
+
+def model_config(values: Mapping[str, Any]) -> ModelConfig:
+    """SPEC 1.3's architecture with the widths of ``values`` (keys ``MODEL_KEYS``)."""
+    values = check_keys("model", values, MODEL_KEYS, required=set())
+    base = aa.model_config().to_dict()
+    base.update(values)
+    return experiment.model_config(base)
+
+
+@dataclasses.dataclass
+class Setup:
+    trainer: Trainer
+    hparams: dict[str, jax.Array]
+    seeds: list[int]
+    model_cfg: ModelConfig
+    split: aa.PairSplit
+    f: float
+    analysis: dict[str, Any]
+    phases: dict[str, tuple[str, float]]
+
+
+def build(config) -> Setup:
+    """Everything derived from the config, checked before any compilation or file write."""
+    check_keys("", config, TOP_KEYS)
+    task_cfg = check_keys("task", config.task, TASK_KEYS)
+    ana = check_keys("analysis", config.analysis, ANALYSIS_KEYS)
+    phase_cfg = check_keys("phases", config.phases, PHASE_KEYS)
+    seeds = experiment.seeds(config)
+    positive_int("chunk_evals", config.chunk_evals)
+    batch_size = positive_int("task.batch_size", task_cfg["batch_size"])
+    pool_size = positive_int("task.pool_size", task_cfg["pool_size"])
+    f = experiment.check_fraction("task.f", task_cfg["f"])
+    r = experiment.check_fraction("task.r", task_cfg["r"])
+    split = make_split(task_cfg)
+    if len(split.heldout_pairs(f)) == 0:
+        raise ConfigError(f"task.f={f!r} leaves no held-out addition pairs; this run measures "
+                          "held-out generalization (use f < 1)")
+    positive_int("analysis.probe_size", ana["probe_size"], 4)
+    positive_int("analysis.grad_batch", ana["grad_batch"])
+    positive_int("analysis.final_size", ana["final_size"], 4)
+    positive_int("analysis.union_sample", ana["union_sample"], 0)
+    positive_int("analysis.data_seed", ana["data_seed"], 0)
+    threshold = phase_cfg["threshold"]
+    if not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
+        raise ConfigError(f"phases.threshold={threshold!r}: must be in (0, 1]")
+
+    model_cfg = model_config(config.model)
+    task = aa.make_task(batch_size, split=split, pool_size=pool_size)
+    known = {f"acc/{p}" for p in task.eval_pools} | {f"progress/{m}" for m in an.PROGRESS} | \
+        {f"qk2grad/{m}" for m in an.QK2GRAD}
+    for phase in PHASES:
+        if phase_cfg[phase] not in known:
+            raise ConfigError(f"phases.{phase}={phase_cfg[phase]!r}: not a recorded metric; "
+                              f"choose from {sorted(known)}")
+
+    probe = mech.probe_data(jax.random.PRNGKey(ana["data_seed"]), ana["probe_size"], split, f)
+    grad_sampler = aa.make_train_sampler(ana["grad_batch"], split)
+    eval_fn = an.make_eval_fn(model_cfg, probe, grad_sampler)
+    trainer = make_train(task, model_cfg, experiment.train_config(config.train), eval_fn)
+    hparams = trainer.default_hparams(**experiment.as_dict(config.hparams),
+                                      **{"task.f": f, "task.r": r})
+    phases = {p: (phase_cfg[p], float(threshold)) for p in PHASES}
+    return Setup(trainer, hparams, seeds, model_cfg, split, f, ana, phases)
+
+
+# ------------------------------------------------------------------------------------------------
+# Analyses of the final parameters, batched over seeds
+# ------------------------------------------------------------------------------------------------
+def final_analysis(setup: Setup, params: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """Exhaustive accuracies, ``mechanism_summary`` and figure inputs for every seed.
+
+    ``params``: stacked ``[n_seeds, ...]``. Returns per-seed arrays ``[n_seeds]`` (``scalars``)
+    and arrays for the figures.
+    """
+    cfg, ana = setup.model_cfg, setup.analysis
+    params = {k: jnp.asarray(v) for k, v in params.items()}
+    k_probe, k_paired, k_ex0, k_ex2 = jax.random.split(jax.random.PRNGKey(ana["data_seed"] + 1), 4)
+    held = setup.split.heldout_pairs(setup.f)
+    predict = an.predict_stacked(cfg)
+    ex0 = aa.exhaustive_0var_heldout(k_ex0, held)
+    union = an.subsample(aa.exhaustive_2var_union(k_ex2, held), ana["union_sample"],
+                         ana["data_seed"])
+    scalars = {"acc/exact_0var_heldout": an.exhaustive_accuracy(params, ex0, cfg, 2048, predict),
+               "acc/exact_2var_union": an.exhaustive_accuracy(params, union, cfg, 2048, predict)}
+
+    data = mech.probe_data(k_probe, ana["final_size"], setup.split, setup.f)
+    paired = mech.paired_data(k_paired, ana["final_size"], split=setup.split, f=setup.f)
+
+    def per_seed(p):
+        out = mech.mechanism_summary(p, data, paired, cfg)
+        cos = mech.mlp_input_cosines(p, paired, cfg)
+        fit = mech.mlp_fourier_fit(p, cfg)
+        return out, cos, fit.best_evr, fit.best_k
+
+    summary, cos, best_evr, best_k = jax.jit(lambda ps: jax.lax.map(per_seed, ps))(params)
+    scalars.update({k: np.asarray(v) for k, v in summary.items()})
+    return {"scalars": scalars,
+            "cos_matched": np.asarray(cos["matched"]), "cos_mismatched": np.asarray(cos["mismatched"]),
+            "neuron_best_evr": np.asarray(best_evr), "neuron_best_k": np.asarray(best_k),
+            "qk1": np.asarray(jax.vmap(lambda p: mech.positional_qk1(p, cfg))(params)),
+            "qk2": np.asarray(jax.vmap(lambda p: mech.variable_qk2(p, cfg))(params)),
+            "example_tokens": np.asarray(data.tokens[0])}
+
+
+def example_figures(fig_dir: str, setup: Setup, params: Mapping[str, np.ndarray], seed_index: int,
+                    final: Mapping[str, Any], seed: int) -> None:
+    """QK heatmaps, attention patterns of one example, Fourier fit of the best neuron (one seed)."""
+    cfg = setup.model_cfg
+    one = {k: jnp.asarray(v[seed_index]) for k, v in params.items()}
+    tag = f"seed {seed}"
+    plots.qk_heatmaps(os.path.join(fig_dir, "qk_heatmaps.png"), final["qk1"][seed_index],
+                      final["qk2"][seed_index], title=tag)
+    tokens = jnp.asarray(final["example_tokens"])[None]
+    names = ("blocks.0.attn.hook_pattern", "blocks.1.attn.hook_pattern")
+
+    @jax.jit
+    def compute(p, t):
+        _, cache = run_with_cache(p, t, cfg, names)
+        maps = mech.mlp_preactivation_maps(p, cfg)
+        return cache, maps, mech.fourier_fit(maps)
+
+    cache, maps, fit = compute(one, tokens)
+    plots.attention_patterns(os.path.join(fig_dir, "attention_patterns.png"),
+                             aa.to_string(tokens[0]).split(),
+                             np.asarray(cache[names[0]][0].mean(0)),
+                             np.asarray(cache[names[1]][0].mean(0)), title=tag)
+    best = int(jnp.argmax(fit.best_evr))
+    k = int(fit.best_k[best])
+    neuron = np.asarray(maps[:, :, best])
+    plots.fourier_neuron(os.path.join(fig_dir, "fourier_best_neuron.png"), neuron,
+                         fourier_component(neuron, k), k, float(fit.best_evr[best]),
+                         np.asarray(fit.evr[best]), title=f"{tag}, neuron {best}")
+
+
+def fourier_component(neuron_map: np.ndarray, k: int) -> np.ndarray:
+    """Projection of the centred ``[p, p]`` map on {cos kn, sin kn, cos km, sin km}."""
+    p = neuron_map.shape[0]
+    x = neuron_map - neuron_map.mean()
+    ang = 2 * np.pi * k * np.arange(p) / p
+    out = np.zeros_like(x)
+    for b in (np.cos(ang), np.sin(ang)):
+        b = b / np.linalg.norm(b)
+        row = x.mean(1) * np.sqrt(p)  # coefficient along n of b(n) x 1_m / sqrt(p)
+        col = x.mean(0) * np.sqrt(p)
+        out += np.outer(b * (b @ row), np.ones(p)) / np.sqrt(p) + \
+            np.outer(np.ones(p), b * (b @ col)) / np.sqrt(p)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# The job
+# ------------------------------------------------------------------------------------------------
+def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
+    setup = build(config)
+    experiment.start(workdir, config, overwrite)
+    trainer, seeds = setup.trainer, setup.seeds
+    log(f"assign_add: {len(seeds)} seeds x {trainer.train_cfg.steps} steps (batch "
+        f"{config.task.batch_size}, lr {config.hparams.lr}) on {jax.device_count()} device(s)")
+    t0 = time.time()
+    result = run_sweep(trainer, seeds, {k: [v] for k, v in setup.hparams.items()}, workdir,
+                       chunk_evals=config.chunk_evals)
+    train_seconds = time.time() - t0
+    save_metrics(os.path.join(workdir, "metrics.npz"), result)
+
+    m = {k: v[:, 0] for k, v in result.metrics.items()}  # one grid point: [n_seeds, n_evals]
+    steps = m["step"][0]
+    phase_at = an.phase_steps(steps, m, setup.phases)
+    params = {k: v[:, 0] for k, v in result.state.params.items()}
+    t1 = time.time()
+    final = final_analysis(setup, params)
+    analysis_seconds = time.time() - t1
+    log(f"final analyses of {len(seeds)} seeds in {analysis_seconds:.0f} s")
+
+    done3 = np.isfinite(phase_at["phase3"])
+    # example seed for the single-model figures: the first that completed phase 3, else the
+    # one closest to it (best final two-misplaced accuracy)
+    ex = int(np.argmax(done3)) if done3.any() else int(np.argmax(np.nan_to_num(
+        m[setup.phases["phase3"][0]][:, -1], nan=-1.0)))
+    fig_dir = os.path.join(workdir, "figures")
+    write_figures(fig_dir, setup, steps, m, phase_at, final, done3)
+    example_figures(fig_dir, setup, params, ex, final, seeds[ex])
+
+    summary = make_summary(setup, steps, m, phase_at, final, done3)
+    summary["example_seed"] = seeds[ex]
+    summary["timing"] = {"train_seconds": round(train_seconds, 1),
+                         "analysis_seconds": round(analysis_seconds, 1),
+                         "model_steps_per_second": round(
+                             len(seeds) * trainer.train_cfg.steps / max(train_seconds, 1e-9), 1)}
+    write_json(os.path.join(workdir, "summary.json"), summary)
+    log(f"wrote {workdir}/summary.json and figures/")
+    return summary
+
+
+def write_figures(fig_dir: str, setup: Setup, steps: np.ndarray, m: Mapping[str, np.ndarray],
+                  phase_at: Mapping[str, np.ndarray], final: Mapping[str, Any],
+                  done3: np.ndarray) -> None:
+    pools = {k[4:]: v for k, v in m.items() if k.startswith("acc/")}
+    plots.accuracy_per_pool(os.path.join(fig_dir, "accuracy_per_pool.png"), steps, pools,
+                            phase_at)
+    progress = {k.split("/", 1)[1]: m[k] for k in sorted(m) if k.startswith("progress/")}
+    plots.progress_measures(os.path.join(fig_dir, "progress_measures.png"), steps, progress,
+                            phase_at)
+    grad = {k.split("/", 1)[1]: m[k] for k in sorted(m) if k.startswith("qk2grad/")}
+    plots.qk2_gradient(os.path.join(fig_dir, "qk2_gradient.png"), steps, grad, phase_at)
+    window = 10 * setup.trainer.train_cfg.eval_every
+    plots.phase_closeup(os.path.join(fig_dir, "phase2_closeup.png"), steps,
+                        {"1var_train": m["acc/1var_train"], "1var_heldout": m["acc/1var_heldout"],
+                         "qk2_diagonal": m["progress/qk2_diagonal"],
+                         "attn2_eq_values": m["progress/attn2_eq_values"],
+                         "probe_accuracy": m["progress/probe_accuracy"]},
+                        phase_at["phase2"], window, "phase 2 (aligned at each seed's phase-2 step)")
+    plots.phase_closeup(os.path.join(fig_dir, "phase3_closeup.png"), steps,
+                        {"2var_two_misplaced": m["acc/2var_two_misplaced"],
+                         "2var_one_misplaced": m["acc/2var_one_misplaced"],
+                         "1var_restricted": m["acc/1var_restricted"],
+                         "2var_heldout": m["acc/2var_heldout"]},
+                        phase_at["phase3"], window, "phase 3 (aligned at each seed's phase-3 step)")
+    which = done3 if done3.any() else np.ones_like(done3)
+    plots.cosine_histograms(os.path.join(fig_dir, "cosine_histograms.png"),
+                            final["cos_matched"][which].ravel(),
+                            final["cos_mismatched"][which].ravel(),
+                            title=f"layer-2 MLP input at '=' ({int(which.sum())} seeds"
+                                  f"{' that completed phase 3' if done3.any() else ''})")
+
+
+def _stats(values: np.ndarray, mask: np.ndarray) -> tuple[float | None, float | None]:
+    v = np.asarray(values, float)[mask]
+    v = v[np.isfinite(v)]
+    return (float(v.mean()), float(v.std())) if v.size else (None, None)
+
+
+def make_summary(setup: Setup, steps: np.ndarray, m: Mapping[str, np.ndarray],
+                 phase_at: Mapping[str, np.ndarray], final: Mapping[str, Any],
+                 done3: np.ndarray) -> dict[str, Any]:
+    """Means over seeds at top level; ``per_seed`` lists; ``completed_phase3`` means."""
+    s = final["scalars"]
+    per_seed: dict[str, np.ndarray] = {k: v[:, -1] for k, v in m.items()
+                                       if k.startswith(("acc/", "progress/", "qk2grad/"))}
+    per_seed.update({
+        "acc/exact_0var_heldout": s["acc/exact_0var_heldout"],
+        "acc/exact_2var_union": s["acc/exact_2var_union"],
+        "cosine/mlp_in_matched": s["mlp_in_cos_matched"],
+        "cosine/mlp_in_mismatched": s["mlp_in_cos_mismatched"],
+        "cosine/attn_out_literal": s["attn_out_cos_literal"],
+        "cosine/attn_out_variable": s["attn_out_cos_variable"],
+        "fourier/best_evr": s["fourier_max_evr"], "fourier/best_k": s["fourier_max_k"],
+        "fourier/top_evr": s["fourier_top_evr"], "fourier/top_k": s["fourier_top_k"],
+        "fourier/neurons_evr_above_0.9": (final["neuron_best_evr"] >= 0.9).sum(-1),
+        "qk2/diag_fraction": s["qk2_diagonal"], "qk2/diag_count": s["qk2_diagonal_count"],
+        "qk1/prev_token": s["qk1_prev_token"], "probe/final": s["probe_accuracy"],
+        "ov_mlp/accuracy": s["ov_mlp_accuracy"],
+    })
+    # the paper's theory over training: the descent direction's identity share before binding
+    cos = m["qk2grad/identity_cos"]
+    before = np.full(len(setup.seeds), np.nan)
+    for i, t in enumerate(phase_at["phase2"]):
+        if np.isfinite(t):
+            sel = (steps < t) & (steps >= t - 5 * setup.trainer.train_cfg.eval_every)
+            before[i] = np.nanmean(cos[i, sel]) if sel.any() else np.nan
+    per_seed["qk2grad/identity_cos_first_eval"] = cos[:, 0]
+    per_seed["qk2grad/identity_cos_max"] = np.nanmax(cos, -1)
+    per_seed["qk2grad/identity_cos_5evals_before_phase2"] = before
+    per_seed["finite"] = m["finite"][:, -1]
+
+    everyone = np.ones(len(setup.seeds), bool)
+    summary: dict[str, Any] = {
+        "n_seeds": len(setup.seeds), "seeds": setup.seeds,
+        "steps": int(setup.trainer.train_cfg.steps),
+        "phase_definitions": {p: {"metric": name, "threshold": thr}
+                              for p, (name, thr) in setup.phases.items()},
+    }
+    for p in PHASES:
+        summary[f"{p}_step"] = an.step_stats(phase_at[p])
+    for k, v in per_seed.items():
+        if k != "finite":
+            summary[k], summary[k + "/std"] = _stats(v, everyone)
+    summary["completed_phase3"] = {"seeds": [s_ for s_, d in zip(setup.seeds, done3) if d]}
+    for k, v in per_seed.items():
+        if k != "finite":
+            summary["completed_phase3"][k] = _stats(v, done3)[0]
+    summary["per_seed"] = {k: np.asarray(v) for k, v in per_seed.items()}
+    summary["per_seed"].update({f"{p}_step": phase_at[p] for p in PHASES})
+    summary["diverged_seeds"] = [s_ for s_, ok in zip(setup.seeds, m["finite"][:, -1]) if not ok]
+    return summary
+
+
+def format_summary(summary: Mapping[str, Any]) -> str:
+    """Per-seed table of phases and final numbers, then the means."""
+    ps = summary["per_seed"]
+    cols = [("phase1", "phase1_step"), ("phase2", "phase2_step"), ("phase3", "phase3_step"),
+            ("0var_ho", "acc/exact_0var_heldout"), ("2var_un", "acc/exact_2var_union"),
+            ("cos_m", "cosine/mlp_in_matched"), ("cos_mm", "cosine/mlp_in_mismatched"),
+            ("qk2", "qk2/diag_count"), ("evr", "fourier/best_evr"), ("probe", "probe/final")]
+    lines = ["seed " + " ".join(f"{c:>8s}" for c, _ in cols)]
+    for i, seed in enumerate(summary["seeds"]):
+        cells = []
+        for _, key in cols:
+            v = float(np.asarray(ps[key])[i])
+            cells.append(f"{'never':>8s}" if not np.isfinite(v) else
+                         f"{v:8.0f}" if key.endswith("_step") or key == "qk2/diag_count"
+                         else f"{v:8.3f}")
+        lines.append(f"{seed:4d} " + " ".join(cells))
+    for p in PHASES:
+        st = summary[f"{p}_step"]
+        lines.append(f"{p}: reached by {st['n_reached']}/{summary['n_seeds']} seeds, step mean "
+                     f"{st['mean']} std {st['std']}")
+    lines.append(f"completed phase 3: {summary['completed_phase3']}")
+    return "\n".join(lines)

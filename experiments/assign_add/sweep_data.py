@@ -1,0 +1,216 @@
+"""Data-requirement sweeps of Assign and Add (SPEC 1.2 knobs f and r), each grid ONE program.
+
+    python -m experiments.assign_add.sweep_data --workdir=DIR \
+        [--config=experiments/assign_add/configs/sweep_f.py | sweep_r.py] [--config.key=value]
+
+``mode='f'``: train ``n_seeds`` x ``grid`` values of ``task.f`` (fraction of ordered pairs used for
+training) and measure accuracy on every held-out pair of that f (0-var, exhaustive).
+``mode='r'``: the same over ``task.r`` (keep-probability of 2-var training rows) and measure the
+exhaustive 2-var union. ``task.f`` / ``task.r`` are traced hyperparameters, so the whole
+seeds x values grid is one compiled, checkpointed, resumable ``run_sweep``. The threshold is where
+accuracy first reaches ``threshold`` (0.9), linearly interpolated (in log r for r): for the
+mean-over-seeds curve and for every seed (the spread).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Any
+
+import jax
+import numpy as np
+from absl import app, flags
+from ml_collections import config_flags
+
+from experiments.assign_add import analysis as an
+from experiments.assign_add import run as main_run
+from mechjax import experiment
+from mechjax.config import ConfigError, ModelConfig
+from mechjax.plots import assign_add as plots
+from mechjax.sweep import log, run_sweep, save_metrics
+from mechjax.tasks import assign_add as aa
+from mechjax.train import Trainer, make_train
+from mechjax.workdir import write_json
+
+TOP_KEYS = {"mode", "grid", "n_seeds", "seed_offset", "chunk_evals", "task", "model", "train",
+            "hparams", "threshold", "final"}
+FINAL_KEYS = {"union_sample", "data_seed"}
+MODES = {"f": ("acc/exact_0var_heldout", ("0var_train", "0var_heldout")),
+         "r": ("acc/exact_2var_union", ("1var_train", "2var_train", "2var_heldout",
+                                        "2var_one_misplaced", "2var_two_misplaced"))}
+
+
+@dataclasses.dataclass
+class SweepSetup:
+    trainer: Trainer
+    hparams: dict[str, np.ndarray]  # {name: [n_values]}: the knob varies, the rest is constant
+    seeds: list[int]
+    model_cfg: ModelConfig
+    split: aa.PairSplit
+    mode: str
+    values: np.ndarray
+    f: float
+    final: dict[str, Any]
+
+
+def build(config) -> SweepSetup:
+    """Everything derived from the config, checked before any compilation or file write."""
+    main_run.check_keys("", config, TOP_KEYS)
+    task_cfg = main_run.check_keys("task", config.task, main_run.TASK_KEYS)
+    final = main_run.check_keys("final", config.final, FINAL_KEYS)
+    if config.mode not in MODES:
+        raise ConfigError(f"mode={config.mode!r}: allowed {sorted(MODES)}")
+    mode = config.mode
+    values = np.asarray(config.grid, float).reshape(-1)
+    if values.size == 0:
+        raise ConfigError("grid is empty: give at least one value of the swept knob")
+    for v in values:
+        experiment.check_fraction(f"grid ({mode})", float(v))
+    if np.any(np.diff(values) <= 0):
+        raise ConfigError(f"grid={tuple(values)}: must be strictly increasing")
+    seeds = experiment.seeds(config)
+    main_run.positive_int("chunk_evals", config.chunk_evals)
+    batch_size = main_run.positive_int("task.batch_size", task_cfg["batch_size"])
+    pool_size = main_run.positive_int("task.pool_size", task_cfg["pool_size"])
+    f = experiment.check_fraction("task.f", task_cfg["f"])
+    r = experiment.check_fraction("task.r", task_cfg["r"])
+    split = main_run.make_split(task_cfg)
+    fs = values if mode == "f" else [f]
+    empty = [float(v) for v in fs if len(split.heldout_pairs(float(v))) == 0]
+    if empty:
+        raise ConfigError(f"f={empty} leaves no held-out addition pairs (use f < 1)")
+    main_run.positive_int("final.union_sample", final["union_sample"], 0)
+    main_run.positive_int("final.data_seed", final["data_seed"], 0)
+    threshold = config.threshold
+    if not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
+        raise ConfigError(f"threshold={threshold!r}: must be in (0, 1]")
+
+    model_cfg = main_run.model_config(config.model)
+    task = aa.make_task(batch_size, split=split, pool_size=pool_size)
+    train_values = experiment.as_dict(config.train)
+    train_values["eval_pools"] = MODES[mode][1]
+    trainer = make_train(task, model_cfg, experiment.train_config(train_values))
+    defaults = trainer.default_hparams(**experiment.as_dict(config.hparams),
+                                       **{"task.f": f, "task.r": r})
+    hparams = {k: np.full(values.size, float(v), np.float32) for k, v in defaults.items()}
+    hparams[f"task.{mode}"] = values.astype(np.float32)
+    return SweepSetup(trainer, hparams, seeds, model_cfg, split, mode, values, f, final)
+
+
+def final_accuracy(setup: SweepSetup, params) -> tuple[np.ndarray, dict[str, Any]]:
+    """``[n_seeds, n_values]`` accuracy of the final params on the mode's exhaustive set."""
+    cfg, final = setup.model_cfg, setup.final
+    key = jax.random.PRNGKey(final["data_seed"])
+    predict = an.predict_stacked(cfg)
+    acc = np.zeros((len(setup.seeds), setup.values.size))
+    info: dict[str, Any] = {}
+    if setup.mode == "r":
+        held = setup.split.heldout_pairs(setup.f)
+        union = an.subsample(aa.exhaustive_2var_union(key, held), final["union_sample"],
+                             final["data_seed"])
+        info["n_sequences"] = int(np.asarray(union["labels"]).shape[0])
+    else:
+        info["n_sequences"] = []
+        # every ordered pair once as a 0-var sequence (row x * 59 + y), built once; each f keeps
+        # the rows of its held-out pairs
+        every = aa.exhaustive_0var_heldout(key, np.argwhere(np.ones((aa.P, aa.P), bool)))
+    for g, v in enumerate(setup.values):
+        one = {k: x[:, g] for k, x in params.items()}
+        if setup.mode == "f":
+            held = ~np.asarray(setup.split.train_mask(float(v))).reshape(-1)
+            batch = {k: np.asarray(x)[held] for k, x in every.items()}
+            info["n_sequences"].append(int(held.sum()))
+        else:
+            batch = union
+        acc[:, g] = an.exhaustive_accuracy(one, batch, cfg, 2048, predict)
+    return acc, info
+
+
+def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
+    setup = build(config)
+    experiment.start(workdir, config, overwrite)
+    trainer, mode = setup.trainer, setup.mode
+    log(f"assign_add sweep over {mode}: {len(setup.seeds)} seeds x {setup.values.size} values x "
+        f"{trainer.train_cfg.steps} steps, one program")
+    t0 = time.time()
+    result = run_sweep(trainer, setup.seeds, setup.hparams, workdir,
+                       chunk_evals=config.chunk_evals)
+    train_seconds = time.time() - t0
+    save_metrics(os.path.join(workdir, "metrics.npz"), result)
+    acc, info = final_accuracy(setup, result.state.params)
+
+    log_x = mode == "r"
+    threshold = float(config.threshold)
+    mean = acc.mean(0)
+    mean_cross = float(an.crossing_point(setup.values, mean, threshold, log_x))
+    per_seed = an.crossing_point(setup.values, acc, threshold, log_x)
+    ok = np.isfinite(per_seed)
+    metric = MODES[mode][0]
+    label = {"f": "held-out pairs (0-var, exhaustive)",
+             "r": "2-var union (exhaustive)"}[mode]
+    plots.sweep_curve(os.path.join(workdir, "figures", f"sweep_{mode}.png"), setup.values, acc,
+                      threshold, per_seed, mean_cross if np.isfinite(mean_cross) else None,
+                      xlabel={"f": "f (fraction of pairs used for training)",
+                              "r": "r (keep-probability of 2-var rows)"}[mode],
+                      ylabel=f"accuracy, {label}", log_x=log_x,
+                      title=f"{len(setup.seeds)} seeds, {trainer.train_cfg.steps} steps, "
+                            f"lr {config.hparams.lr}")
+    pools = {k: v[:, :, -1].mean(0) for k, v in result.metrics.items() if k.startswith("acc/")}
+    summary = {
+        "mode": mode, "metric": metric, "values": setup.values, "seeds": setup.seeds,
+        "steps": int(trainer.train_cfg.steps), "lr": float(config.hparams.lr),
+        "threshold": threshold,
+        "accuracy": {"mean": mean, "std": acc.std(0), "min": acc.min(0), "max": acc.max(0),
+                     "per_seed": acc},
+        "crossing_mean_curve": mean_cross,
+        "crossing_per_seed": per_seed,
+        "crossing_mean": float(per_seed[ok].mean()) if ok.any() else None,
+        "crossing_std": float(per_seed[ok].std()) if ok.any() else None,
+        "fraction_of_seeds_crossing": float(ok.mean()),
+        "final_pool_accuracy_mean": pools,
+        "n_sequences": info["n_sequences"],
+        "diverged_runs": int(np.sum(result.metrics["finite"][:, :, -1] == 0)),
+        "timing": {"train_seconds": round(train_seconds, 1),
+                   "model_steps_per_second": round(
+                       acc.size * trainer.train_cfg.steps / max(train_seconds, 1e-9), 1)},
+    }
+    write_json(os.path.join(workdir, "summary.json"), summary)
+    log(f"wrote {workdir}/summary.json and figures/sweep_{mode}.png")
+    return summary
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    lines = [f"{summary['mode']:>6s}  mean acc  std     (over {len(summary['seeds'])} seeds)"]
+    acc = summary["accuracy"]
+    for v, m, s in zip(summary["values"], acc["mean"], acc["std"]):
+        lines.append(f"{float(v):6.3f}  {float(m):.3f}    {float(s):.3f}")
+    lines.append(f"mean curve reaches {summary['threshold']} at {summary['mode']} = "
+                 f"{summary['crossing_mean_curve']}; per seed {summary['crossing_mean']} +- "
+                 f"{summary['crossing_std']} ({summary['fraction_of_seeds_crossing']:.2f} of seeds)")
+    return "\n".join(lines)
+
+
+# ---- command line (flags are defined only when run as a program, so importing this module from
+# tests or other tools never collides with their flags) ------------------------------------------
+def main():
+    config = config_flags.DEFINE_config_file(
+        "config", os.path.join(os.path.dirname(__file__), "configs", "sweep_f.py"),
+        "sweep config")
+    workdir = flags.DEFINE_string("workdir", None, "run folder (config, checkpoints, figures, "
+                                  "summary)")
+    overwrite = flags.DEFINE_bool("overwrite", False,
+                                  "replace a run of a different config in workdir")
+    flags.mark_flag_as_required("workdir")
+
+    def _main(argv):
+        if len(argv) > 1:
+            raise app.UsageError(f"unexpected arguments {argv[1:]}")
+        experiment.quiet_library_logs()
+        print(format_summary(run(config.value, workdir.value, overwrite=overwrite.value)))
+
+    app.run(_main)
+
+
+if __name__ == "__main__":
+    main()

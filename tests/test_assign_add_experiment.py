@@ -1,0 +1,192 @@
+"""The Assign-and-Add job and its data sweeps: planted checks of the new measures, the tiny config end
+to end through ``run.run``, a tiny f-sweep compiled once over its grid, and bad input refused before
+the workdir is written."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from conftest import PYTHON, REPO, run_module_env
+from experiments.assign_add import analysis as an
+from experiments.assign_add import run, sweep_data
+from experiments.assign_add.configs import sweep_f, tiny
+from mechjax.analysis import assign_add_mech as mech
+from mechjax.config import ConfigError
+from mechjax.model import apply, init_params
+from mechjax.tasks import assign_add as aa
+from mechjax.train import Trainer, cross_entropy
+
+SMALL = dict(d_model=16, d_mlp=32)
+
+
+def small_cfg():
+    return run.model_config(SMALL)
+
+
+# ---- planted and cross-checked measures ----------------------------------------------------------
+def test_ov_mlp_accuracy_equals_the_full_sequence_version():
+    cfg = small_cfg()
+    params = init_params(jax.random.PRNGKey(0), cfg, 3.0)
+    fast, full = jax.jit(lambda p: (an.ov_mlp_accuracy(p, cfg), mech.ov_mlp_accuracy(p, cfg)))(
+        params)
+    assert float(fast) == float(full)
+
+
+def test_qk2_gradient_is_the_chain_rule_factor_of_the_weight_gradients():
+    """dL/dW_Q2 = G W_K2 and dL/dW_K2 = G^T W_Q2 for G = dL/d(W_Q2 W_K2^T), one head."""
+    cfg = small_cfg()
+    params = init_params(jax.random.PRNGKey(1), cfg, 2.0)
+    seqs = aa.sample_sequences(jax.random.PRNGKey(2), 64, (1, 1, 1, 1), aa.authors_split())
+    tokens, labels = seqs["tokens"], seqs["label"]
+
+    def loss(p):
+        return cross_entropy(apply(p, tokens, cfg)[:, -1], labels)[0]
+
+    g, grads = jax.jit(lambda p: (an.qk2_gradient(p, tokens, labels, cfg), jax.grad(loss)(p)))(
+        params)
+    w_q, w_k = params["blocks.1.attn.W_Q"][0], params["blocks.1.attn.W_K"][0]
+    scale = float(jnp.abs(grads["blocks.1.attn.W_Q"]).max())
+    np.testing.assert_allclose(g @ w_k, grads["blocks.1.attn.W_Q"][0], atol=1e-5 * scale + 1e-9)
+    np.testing.assert_allclose(g.T @ w_q, grads["blocks.1.attn.W_K"][0], atol=1e-5 * scale + 1e-9)
+
+
+def test_identity_measures_on_planted_blocks():
+    eye = an.identity_measures(3.0 * jnp.eye(12) + 0.5)
+    assert float(eye["identity"]) == pytest.approx(3.0)
+    assert float(eye["identity_cos"]) == pytest.approx(1.0, abs=1e-6)
+    flat = an.identity_measures(jnp.ones((12, 12)))
+    assert float(flat["identity"]) == pytest.approx(0.0) and abs(float(flat["identity_cos"])) < 1e-6
+    anti = an.identity_measures(-jnp.eye(12))
+    assert float(anti["identity_cos"]) == pytest.approx(-1.0, abs=1e-6)
+
+
+def test_crossings_exact_on_small_cases():
+    steps = np.array([100, 200, 300, 400])
+    vals = np.array([[0.1, 0.95, 0.5, 0.99], [0.1, 0.2, 0.3, 0.4], [np.nan, 0.9, 1, 1]])
+    np.testing.assert_array_equal(an.first_crossing(steps, vals, 0.9), [200, np.nan, 200])
+    xs = [0.1, 0.2, 0.4]
+    acc = np.array([[0.5, 0.7, 1.1], [0.95, 1.0, 1.0], [0.1, 0.2, 0.3]])
+    out = an.crossing_point(xs, acc, 0.9)
+    np.testing.assert_allclose(out[:2], [0.2 + 0.2 * 0.5, 0.1])
+    assert np.isnan(out[2])
+    np.testing.assert_allclose(an.crossing_point([0.01, 0.1], np.array([0.8, 1.0]), 0.9, True),
+                               10 ** -1.5)
+
+
+# ---- the job end to end -------------------------------------------------------------------------
+FIGURES = ["accuracy_per_pool.png", "attention_patterns.png", "cosine_histograms.png",
+           "fourier_best_neuron.png", "phase2_closeup.png", "phase3_closeup.png",
+           "progress_measures.png", "qk2_gradient.png", "qk_heatmaps.png"]
+
+
+def test_tiny_run_end_to_end(tmp_path):
+    config = tiny.get_config()
+    wd = str(tmp_path / "aa")
+    summary = run.run(config, wd)
+    assert sorted(os.listdir(os.path.join(wd, "figures"))) == FIGURES
+    assert os.path.exists(os.path.join(wd, "metrics.npz"))
+    on_disk = json.load(open(os.path.join(wd, "summary.json")))
+    for key in ("phase1_step", "phase2_step", "phase3_step", "acc/0var_heldout",
+                "acc/2var_two_misplaced", "acc/exact_0var_heldout", "acc/exact_2var_union",
+                "cosine/mlp_in_matched", "cosine/mlp_in_mismatched", "fourier/best_evr",
+                "qk2/diag_fraction", "probe/final", "progress/ov_mlp_accuracy",
+                "qk2grad/identity_cos", "completed_phase3", "per_seed", "timing"):
+        assert key in on_disk, key
+    for phase in ("phase1", "phase2", "phase3"):
+        st = on_disk[f"{phase}_step"]
+        assert len(st["per_seed"]) == 2 and 0.0 <= st["fraction_reached"] <= 1.0
+        for v in st["per_seed"]:  # a step, or None (JSON for NaN) when never reached
+            assert v is None or (isinstance(v, float) and 0 < v <= config.train.steps)
+    assert len(on_disk["per_seed"]["acc/exact_2var_union"]) == 2
+    assert 0.0 <= on_disk["acc/exact_2var_union"] <= 1.0
+    metrics = np.load(os.path.join(wd, "metrics.npz"))
+    n_evals = config.train.steps // config.train.eval_every
+    for name in an.PROGRESS:
+        assert metrics[f"metrics/progress/{name}"].shape == (2, 1, n_evals)
+    assert metrics["metrics/qk2grad/identity_cos"].shape == (2, 1, n_evals)
+    assert "phase1" in run.format_summary(summary)
+
+
+def test_tiny_f_sweep_compiles_once_over_the_grid(tmp_path, monkeypatch):
+    config = sweep_f.get_config()
+    config.grid = (0.3, 0.6, 0.9)
+    config.n_seeds = 2
+    config.chunk_evals = 1
+    config.task.batch_size = 16
+    config.task.pool_size = 16
+    config.model.d_model = 16
+    config.model.d_mlp = 32
+    config.train.steps = 20
+    config.train.eval_every = 10
+    traces = []
+    original = Trainer.run
+
+    def counted(self, state, hparams, n_evals):
+        traces.append(n_evals)
+        return original(self, state, hparams, n_evals)
+
+    monkeypatch.setattr(Trainer, "run", counted)
+    wd = str(tmp_path / "sf")
+    summary = sweep_data.run(config, wd)
+    assert len(traces) == 1  # one compiled program for 2 seeds x 3 values, both chunks
+    acc = np.asarray(summary["accuracy"]["per_seed"])
+    assert acc.shape == (2, 3) and np.all((acc >= 0) & (acc <= 1))
+    assert summary["n_sequences"] == [len(aa.authors_split().heldout_pairs(f))
+                                      for f in (0.3, 0.6, 0.9)]
+    assert os.path.exists(os.path.join(wd, "figures", "sweep_f.png"))
+    on_disk = json.load(open(os.path.join(wd, "summary.json")))
+    for key in ("crossing_mean_curve", "crossing_per_seed", "crossing_std",
+                "fraction_of_seeds_crossing"):
+        assert key in on_disk
+
+
+# ---- bad input ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: setattr(c.task, "f", 1.5), "task.f=1.5"),
+    (lambda c: setattr(c.task, "f", 0.0), "task.f=0.0"),
+    (lambda c: setattr(c.task, "f", 1.0), "no held-out"),
+    (lambda c: setattr(c.task, "r", -0.1), "task.r=-0.1"),
+    (lambda c: setattr(c, "n_seeds", 0), "n_seeds=0"),
+    (lambda c: setattr(c.task, "split", "mine"), "task.split='mine'"),
+    (lambda c: setattr(c.phases, "phase2", "acc/nope"), "phases.phase2='acc/nope'"),
+    (lambda c: setattr(c.model, "n_layers", 3), "unknown keys ['n_layers']"),
+])
+def test_bad_config_fails_before_the_workdir_is_written(tmp_path, edit, message):
+    config = tiny.get_config()
+    edit(config)
+    wd = tmp_path / "never"
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        run.run(config, str(wd))
+    assert not wd.exists()
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: setattr(c, "grid", (0.0, 0.5)), "grid (f)=0.0"),
+    (lambda c: setattr(c, "grid", (0.5, 1.2)), "grid (f)=1.2"),
+    (lambda c: setattr(c, "grid", (0.5, 1.0)), "no held-out"),
+    (lambda c: setattr(c, "grid", (0.5, 0.3)), "strictly increasing"),
+    (lambda c: setattr(c, "n_seeds", 0), "n_seeds=0"),
+    (lambda c: setattr(c, "mode", "q"), "mode='q'"),
+])
+def test_bad_sweep_config_fails_before_the_workdir_is_written(tmp_path, edit, message):
+    config = sweep_f.get_config()
+    edit(config)
+    wd = tmp_path / "never"
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        sweep_data.run(config, str(wd))
+    assert not wd.exists()
+
+
+def test_command_line_refuses_bad_flag_before_writing(tmp_path):
+    wd = tmp_path / "cli"
+    proc = subprocess.run([PYTHON, "-m", "experiments.assign_add", f"--workdir={wd}",
+                           "--config.task.f=1.5"], cwd=REPO, env=run_module_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "task.f=1.5" in proc.stderr, proc.stderr[-2000:]
+    assert not wd.exists()
