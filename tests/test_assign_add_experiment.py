@@ -1,6 +1,6 @@
-"""The Assign-and-Add job and its data sweeps: planted checks of the new measures, the tiny config end
-to end through ``run.run``, a tiny f-sweep compiled once over its grid, and bad input refused before
-the workdir is written."""
+"""The Assign-and-Add job and its data sweeps: planted checks of the new measures, the tiny config
+end to end through ``run.run``, a tiny f-sweep compiled once over its grid, and bad input refused
+before the workdir is written."""
 from __future__ import annotations
 
 import json
@@ -146,7 +146,7 @@ def test_tiny_f_sweep_compiles_once_over_the_grid(tmp_path, monkeypatch):
         assert key in on_disk
 
 
-# ---- bad input ------------------------------------------------------------------------------------
+# ---- bad input ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("edit, message", [
     (lambda c: setattr(c.task, "f", 1.5), "task.f=1.5"),
     (lambda c: setattr(c.task, "f", 0.0), "task.f=0.0"),

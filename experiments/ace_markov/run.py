@@ -31,7 +31,13 @@ HOOK = "blocks.0.hook_resid_post"  # the block output, every position
 CHANCE = 1.0 / markov.N_STATES
 TOP_KEYS = {"n_seeds", "seed_offset", "chunk_evals", "task", "model", "train", "hparams", "ace"}
 TASK_KEYS = {"data_seed", "n_train", "n_test", "batch_size"}
-ACE_KEYS = {"tau", "jac_samples", "jac_seed", "compare_dims", "float64", "time_per_seed_loop"}
+ACE_KEYS = {"tau", "tails", "jac_samples", "jac_seed", "compare_dims", "float64",
+            "time_per_seed_loop"}
+# The tail f from the block output to what the Jacobians differentiate. ``logits``: the linear
+# head, so every J_s = W_U^T and Obs = W_U W_U^T (SPEC 2.1's toy-model case). ``log_probs``:
+# log-softmax of the logits, J_s = (I - 1 p_s^T) W_U^T, which drops the one direction the output
+# distribution ignores (adding the same amount to every logit).
+TAILS = {"logits": None, "log_probs": jax.nn.log_softmax}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -65,6 +71,12 @@ def build(config):
     if task_cfg["batch_size"] > task_cfg["n_train"]:
         raise ConfigError(f"task.batch_size={task_cfg['batch_size']} exceeds "
                           f"task.n_train={task_cfg['n_train']}")
+    tails = ace_cfg["tails"]
+    if (isinstance(tails, str) or not tails or len(set(tails)) != len(tails)
+            or not set(tails) <= set(TAILS)):
+        raise ConfigError(f"ace.tails={tails!r}: a non-empty sequence of distinct names from "
+                          f"{sorted(TAILS)} (the first is the primary analysis)")
+    ace_cfg["tails"] = tuple(tails)
     if not 0.0 < ace_cfg["tau"] <= 1.0:
         raise ConfigError(f"ace.tau={ace_cfg['tau']!r}: must be in (0, 1]")
     n_acts = task_cfg["n_test"] * (markov.SEQ_LEN - 1)
@@ -91,18 +103,21 @@ def build(config):
 # ACE on one seed (pure; vmapped over seeds)
 # ------------------------------------------------------------------------------------------------
 def make_analysis(cfg: ModelConfig, tau: float, compare_dims: int, float64: bool,
-                  ) -> Callable[..., dict[str, Any]]:
+                  tail: str = "logits") -> Callable[..., dict[str, Any]]:
     """``analyse(params, tokens, labels, jac_tokens, jac_pos)`` for one seed's ``params``.
 
     ``tokens, labels [B, T]`` the test set; ``jac_tokens [S, T]`` and ``jac_pos [S]`` the
     (sequence, position) pairs where the tail Jacobian is sampled. Returns the core, the three
     accuracies (full, core only, core removed), the operator fit across positions and the first
-    ``compare_dims`` core coordinates of every activation (for CCA).
+    ``compare_dims`` core coordinates of every activation (for CCA). ``tail``: a key of ``TAILS``.
     """
+    out_fn = TAILS[tail]
+
     def analyse(params, tokens, labels, jac_tokens, jac_pos):
         dtype = jnp.float64 if float64 else jnp.float32
         h = ace.activations(params, tokens, cfg, HOOK)                        # [B*T, D]
-        jac = ace.hook_jacobians(params, jac_tokens, cfg, HOOK, jac_pos)      # [S, K, D]
+        jac = ace.hook_jacobians(params, jac_tokens, cfg, HOOK, jac_pos,      # [S, K, D]
+                                 out_fn=out_fn)
         core = ace.extract(h.astype(dtype), jac.astype(dtype), tau)
         basis = core.core_basis                                               # [D, D] masked
         acc = ace.validate(params, tokens, labels, cfg, HOOK, basis.astype(h.dtype))
@@ -161,6 +176,83 @@ def _stats(v: np.ndarray) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------
 # The job
 # ------------------------------------------------------------------------------------------------
+def ace_all_seeds(analyse: Callable, params, data: tuple, time_loop: bool) -> tuple[dict, dict]:
+    """Run ``analyse`` on every seed as one compiled, vmapped call (timed, compile separately).
+
+    With ``time_loop`` the same computation also runs as a Python loop over seeds (one compiled
+    program called once per seed), for the speed comparison; the two must agree.
+    """
+    timing = {}
+    batched, timing["ace/batched_compile_seconds"] = _timed_compile(
+        jax.vmap(analyse, (0, None, None, None, None)), params, *data)
+    out, timing["ace/batched_seconds"] = _timed_call(batched, params, *data)
+    log(f"ACE batched: {timing['ace/batched_seconds']:.1f}s "
+        f"(+{timing['ace/batched_compile_seconds']:.1f}s compile)")
+    if time_loop:
+        n = jax.tree.leaves(params)[0].shape[0]
+        one = jax.tree.map(lambda x: x[0], params)
+        single, timing["ace/per_seed_compile_seconds"] = _timed_compile(analyse, one, *data)
+        ranks, accs, total = [], [], 0.0
+        for i in range(n):
+            res, dt = _timed_call(single, jax.tree.map(lambda x: x[i], params), *data)
+            total += dt
+            ranks.append(int(res["core"].rank))
+            accs.append([float(res["acc"][k]) for k in ("full", "core_only", "core_removed")])
+        timing["ace/per_seed_loop_seconds"] = total
+        timing["ace/loop_over_batched"] = total / timing["ace/batched_seconds"]
+        batched_acc = np.stack([np.asarray(out["acc"][k]) for k in ("full", "core_only",
+                                                                    "core_removed")], 1)
+        timing["ace/loop_matches_batched"] = bool(
+            np.array_equal(ranks, np.asarray(out["core"].rank))
+            and np.allclose(accs, batched_acc, atol=1e-4))
+        log(f"ACE per-seed loop: {total:.1f}s "
+            f"(+{timing['ace/per_seed_compile_seconds']:.1f}s compile)")
+    return out, timing
+
+
+def summarize_cores(out: dict, params, compare_dims: int, d_model: int) -> dict[str, Any]:
+    """Acceptance numbers of one ACE pass over all seeds, plus the seeds x seeds matrices."""
+    t1 = time.perf_counter()
+    ranks = out["core"].rank
+    overlap = np.asarray(ace.overlap_matrix(out["core"].basis, ranks))
+    cca_r = np.asarray(ace.cca_matrix(out["z"], jnp.minimum(ranks, compare_dims)))
+    cca_3 = np.asarray(ace.cca_matrix(out["z"][..., :min(3, compare_dims)], None,
+                                      min(3, compare_dims)))
+    cosine = np.asarray(ace.weight_cosine_matrix(params))
+    compare_seconds = time.perf_counter() - t1
+    out = jax.tree.map(np.asarray, {k: v for k, v in out.items() if k != "z"})
+
+    ranks = out["core"].rank.astype(int)
+    acc = {k: np.asarray(v, float) for k, v in out["acc"].items()}
+    lam = out["fit"].eigenvalues                                              # [n, D] complex
+    eig_err = eigenvalue_errors(lam, markov.true_eigenvalues()[1:])           # drop the 1
+    weights = out["core"].weights
+    energy = weights / np.maximum(weights.sum(-1, keepdims=True), 1e-300)
+    summary = {
+        "acc/full": _stats(acc["full"]),
+        "acc/core_only": _stats(acc["core_only"]),
+        "acc/core_removed": _stats(acc["core_removed"]),
+        "core/rank": ranks,
+        "core/rank3_fraction": float(np.mean(ranks == 3)),
+        "core/energy_top8": energy[:, :8],
+        "overlap/mean_offdiag": _offdiag_mean(overlap),
+        "overlap/chance": float(np.mean(ranks)) / d_model,
+        "cca/mean_offdiag": _offdiag_mean(cca_r),
+        "cca/top3_mean_offdiag": _offdiag_mean(cca_3),
+        "weight_cosine/mean_offdiag": _offdiag_mean(cosine),
+        "eig/fitted": [[[float(z.real), float(z.imag)] for z in row[:r]]
+                       for row, r in zip(lam, ranks)],
+        "eig/max_abs_error": eig_err,
+        "eig/within_0.03_fraction": float(np.mean(eig_err <= 0.03)),
+        "r2": _stats(out["fit"].r2),
+        "r2_over_oracle": _stats(out["fit"].r2_ratio),
+        "compare/seconds": compare_seconds,
+    }
+    matrices = {"overlap": overlap, "cca": cca_r, "cosine": cosine,
+                "eigenvalues": [row[:r] for row, r in zip(lam, ranks)], "acc": acc}
+    return summary, matrices
+
+
 def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     trainer, hparams, seeds, ace_cfg = build(config)
     experiment.start(workdir, config, overwrite)
@@ -175,125 +267,78 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     m = {k: v[:, 0] for k, v in result.metrics.items()}  # one grid point: [n_seeds, n_evals]
     params = {k: jnp.asarray(v[:, 0]) for k, v in result.state.params.items()}  # [n_seeds, ...]
 
-    # ---- ACE on every seed: one batched (vmapped) call ----------------------------------------
+    # ---- ACE on every seed: one batched (vmapped) call per tail --------------------------------
     test = trainer.task.eval_pools["test"](None, {})
     tokens, labels = np.asarray(test["tokens"]), np.asarray(test["labels"])
     jac_tokens, jac_pos = jacobian_samples(tokens, ace_cfg["jac_samples"], ace_cfg["jac_seed"])
     data = tuple(jnp.asarray(x) for x in (tokens, labels, jac_tokens, jac_pos))
-    analyse = make_analysis(cfg, float(ace_cfg["tau"]), ace_cfg["compare_dims"],
-                            bool(ace_cfg["float64"]))
     precision = jax.enable_x64(True) if ace_cfg["float64"] else contextlib.nullcontext()
-    timing = {}
+    by_tail = {}
     with precision:
-        log(f"ACE: {len(seeds)} seeds x {tokens.size} activations, S={len(jac_pos)}, "
-            f"one batched call")
-        batched, timing["ace/batched_compile_seconds"] = _timed_compile(
-            jax.vmap(analyse, (0, None, None, None, None)), params, *data)
-        out, timing["ace/batched_seconds"] = _timed_call(batched, params, *data)
-        log(f"ACE batched: {timing['ace/batched_seconds']:.1f}s "
-            f"(+{timing['ace/batched_compile_seconds']:.1f}s compile)")
-        if ace_cfg["time_per_seed_loop"]:
-            one = jax.tree.map(lambda x: x[0], params)
-            single, timing["ace/per_seed_compile_seconds"] = _timed_compile(analyse, one, *data)
-            loop_out, total = [], 0.0
-            for i in range(len(seeds)):
-                res, dt = _timed_call(single, jax.tree.map(lambda x: x[i], params), *data)
-                loop_out.append(res)
-                total += dt
-            timing["ace/per_seed_loop_seconds"] = total
-            timing["ace/loop_over_batched"] = total / timing["ace/batched_seconds"]
-            loop_ranks = np.asarray([int(r["core"].rank) for r in loop_out])
-            loop_acc = np.asarray([[float(r["acc"][k]) for k in ("full", "core_only",
-                                                               "core_removed")]
-                                   for r in loop_out])
-            del loop_out
-            log(f"ACE per-seed loop: {total:.1f}s "
-                f"(+{timing['ace/per_seed_compile_seconds']:.1f}s compile)")
+        for i, tail in enumerate(ace_cfg["tails"]):
+            log(f"ACE ({tail} tail): {len(seeds)} seeds x {tokens.size} activations, "
+                f"S={len(jac_pos)}, one batched call")
+            analyse = make_analysis(cfg, float(ace_cfg["tau"]), ace_cfg["compare_dims"],
+                                    bool(ace_cfg["float64"]), tail)
+            out, timing = ace_all_seeds(analyse, params, data,
+                                        i == 0 and bool(ace_cfg["time_per_seed_loop"]))
+            stats, mats = summarize_cores(out, params, ace_cfg["compare_dims"], cfg.d_model)
+            by_tail[tail] = ({**stats, **timing}, mats)
 
-        # ---- seeds x seeds comparisons (nested vmaps: all pairs at once) ----------------------
-        t1 = time.perf_counter()
-        ranks = out["core"].rank
-        overlap = np.asarray(ace.overlap_matrix(out["core"].basis, ranks))
-        cca_m = np.asarray(ace.cca_matrix(out["z"], jnp.minimum(ranks, ace_cfg["compare_dims"])))
-        cosine = np.asarray(ace.weight_cosine_matrix(params))
-        timing["compare/seconds"] = time.perf_counter() - t1
-        out = jax.tree.map(np.asarray, {k: v for k, v in out.items() if k != "z"})
-
-    ranks = out["core"].rank.astype(int)
-    acc = {k: np.asarray(v, float) for k, v in out["acc"].items()}
-    lam = out["fit"].eigenvalues                                              # [n, D] complex
-    true = markov.true_eigenvalues()[1:]                                      # drop the 1
-    eig_err = eigenvalue_errors(lam, true)
-    weights = out["core"].weights
-    energy = weights / np.maximum(weights.sum(-1, keepdims=True), 1e-300)
+    primary, mats = by_tail[ace_cfg["tails"][0]]
     bayes = float(markov.bayes_accuracy(test["tokens"], test["labels"]))
-    d_model = cfg.d_model
     summary = {
         "n_seeds": len(seeds),
         "seeds": seeds,
+        "ace/tail": ace_cfg["tails"][0],
         "acc/optimal": bayes,
         "acc/chance": CHANCE,
-        "acc/full": _stats(acc["full"]),
-        "acc/core_only": _stats(acc["core_only"]),
-        "acc/core_removed": _stats(acc["core_removed"]),
         "acc/train_final": _stats(m["acc/train"][:, -1]),
-        "core/rank": ranks,
-        "core/rank3_fraction": float(np.mean(ranks == 3)),
-        "core/energy_top8": energy[:, :8],
-        "overlap/mean_offdiag": _offdiag_mean(overlap),
-        "overlap/chance": float(np.mean(ranks)) / d_model,
-        "cca/mean_offdiag": _offdiag_mean(cca_m),
-        "weight_cosine/mean_offdiag": _offdiag_mean(cosine),
-        "eig/true": [[float(z.real), float(z.imag)] for z in true],
-        "eig/fitted": [[[float(z.real), float(z.imag)] for z in row[:r]]
-                       for row, r in zip(lam, ranks)],
-        "eig/max_abs_error": eig_err,
-        "eig/within_0.03_fraction": float(np.mean(eig_err <= 0.03)),
-        "r2": _stats(out["fit"].r2),
-        "r2_over_oracle": _stats(out["fit"].r2_ratio),
+        "eig/true": [[float(z.real), float(z.imag)] for z in markov.true_eigenvalues()[1:]],
+        **primary,
+        "tails": {name: {k: v for k, v in stats.items() if k not in _PER_SEED_DETAIL}
+                  for name, (stats, _) in by_tail.items()},
         "activations_per_seed": int(tokens.size),
         "jacobian_samples": int(len(jac_pos)),
         "train/seconds": train_seconds,
         "diverged_seeds": [s for s, ok in zip(seeds, m["finite"][:, -1]) if not ok],
-        **timing,
     }
-    if ace_cfg["time_per_seed_loop"]:
-        summary["ace/loop_matches_batched"] = bool(
-            np.array_equal(loop_ranks, ranks)
-            and np.allclose(loop_acc, np.stack([acc["full"], acc["core_only"],
-                                                acc["core_removed"]], 1), atol=1e-4))
 
-    # ---- figures --------------------------------------------------------------------------------
+    # ---- figures (primary tail) ----------------------------------------------------------------
     fig_dir = os.path.join(workdir, "figures")
     steps = m["step"][0]
     curves.metric_curves(os.path.join(fig_dir, "accuracy.png"), steps,
                          {"train": m["acc/train"], "test": m["acc/test"]},
                          title=f"Markov chain: accuracy over {len(seeds)} seeds",
                          ylabel="accuracy", marks=())
-    ace_plots.seed_matrix(os.path.join(fig_dir, "weight_cosine.png"), cosine,
+    ace_plots.seed_matrix(os.path.join(fig_dir, "weight_cosine.png"), mats["cosine"],
                           "weight cosine\n"
                           f"off-diag {summary['weight_cosine/mean_offdiag']:.3f}",
                           seeds, -1.0, 1.0)
+    acc = mats["acc"]
     ace_plots.bars_with_dots(
         os.path.join(fig_dir, "necessity_sufficiency.png"),
         {"optimal": bayes, "full": acc["full"], "core only": acc["core_only"],
          "core removed": acc["core_removed"], "chance": CHANCE},
         title=f"core interventions at the block output ({len(seeds)} seeds)")
-    ace_plots.seed_matrix(os.path.join(fig_dir, "projector_overlap.png"), overlap,
+    ace_plots.seed_matrix(os.path.join(fig_dir, "projector_overlap.png"), mats["overlap"],
                           "projector overlap\n"
                           f"off-diag {summary['overlap/mean_offdiag']:.3f}, "
                           f"chance {summary['overlap/chance']:.3f}", seeds, 0.0, 1.0)
-    ace_plots.seed_matrix(os.path.join(fig_dir, "cca.png"), cca_m,
+    ace_plots.seed_matrix(os.path.join(fig_dir, "cca.png"), mats["cca"],
                           "mean top-r CCA\n"
                           f"off-diag {summary['cca/mean_offdiag']:.3f}",
                           seeds, 0.0, 1.0)
-    ace_plots.unit_circle(os.path.join(fig_dir, "eigenvalues.png"),
-                          [row[:r] for row, r in zip(lam, ranks)], true,
+    ace_plots.unit_circle(os.path.join(fig_dir, "eigenvalues.png"), mats["eigenvalues"],
+                          markov.true_eigenvalues()[1:],
                           title="operator across positions: eigenvalues")
 
     write_json(os.path.join(workdir, "summary.json"), summary)
     log(f"wrote {workdir}/summary.json and figures/")
     return summary
+
+
+_PER_SEED_DETAIL = ("core/energy_top8", "eig/fitted")
 
 
 def format_summary(summary: dict[str, Any]) -> str:

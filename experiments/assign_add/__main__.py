@@ -13,7 +13,8 @@ from mechjax.experiment import quiet_library_logs
 
 _CONFIG = config_flags.DEFINE_config_file(
     "config", os.path.join(os.path.dirname(__file__), "configs", "cpu.py"), "experiment config")
-_WORKDIR = flags.DEFINE_string("workdir", None, "run folder (config, checkpoints, figures, summary)")
+_WORKDIR = flags.DEFINE_string("workdir", None,
+                               "run folder (config, checkpoints, figures, summary)")
 _OVERWRITE = flags.DEFINE_bool("overwrite", False, "replace a run of a different config in workdir")
 
 

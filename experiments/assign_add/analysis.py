@@ -18,8 +18,8 @@ seed axis) or of the host metrics ``[n_seeds, n_evals]``:
   the weights; ``-G`` is the descent direction, so a positive identity component means gradient
   descent is growing the associative memory. Reported: ``identity`` = mean diag(M) - mean
   offdiag(M) (the coefficient of the centred identity), ``identity_cos`` = Frobenius cosine of M
-  (row-centred: softmax ignores per-query constants) with the centred identity ``I - J/12``, ``block_fraction`` = share of ``||G||_F`` inside the span
-  of A on both sides.
+  (row-centred: softmax ignores per-query constants) with the centred identity ``I - J/12``,
+  ``block_fraction`` = share of ``||G||_F`` inside the span of A on both sides.
 * ``first_crossing`` / ``phase_steps``: phase detection per seed.
 * ``exhaustive_accuracy``: accuracy of stacked params on a large fixed set (the exhaustive held-out
   and 2-var union sets), one compiled forward per chunk for all seeds.

@@ -1,5 +1,6 @@
-"""The Assign-and-Add training job (SPEC 1): many seeds in one compiled program, the three phases per
-seed, generalization on the exhaustive sets, the mechanism of every final model, figures, summary.
+"""The Assign-and-Add training job (SPEC 1): many seeds in one compiled program, the three phases
+per seed, generalization on the exhaustive sets, the mechanism of every final model, figures and
+summary.
 
 Data flow: config -> (task, trainer with ``eval_fn``) -> ``run_sweep`` (per evaluation: accuracy
 on every pool, the seven progress measures and the QK2-gradient measures, per seed) -> metrics
@@ -163,7 +164,8 @@ def final_analysis(setup: Setup, params: Mapping[str, np.ndarray]) -> dict[str, 
     summary, cos, best_evr, best_k = jax.jit(lambda ps: jax.lax.map(per_seed, ps))(params)
     scalars.update({k: np.asarray(v) for k, v in summary.items()})
     return {"scalars": scalars,
-            "cos_matched": np.asarray(cos["matched"]), "cos_mismatched": np.asarray(cos["mismatched"]),
+            "cos_matched": np.asarray(cos["matched"]),
+            "cos_mismatched": np.asarray(cos["mismatched"]),
             "neuron_best_evr": np.asarray(best_evr), "neuron_best_k": np.asarray(best_k),
             "qk1": np.asarray(jax.vmap(lambda p: mech.positional_qk1(p, cfg))(params)),
             "qk2": np.asarray(jax.vmap(lambda p: mech.variable_qk2(p, cfg))(params)),

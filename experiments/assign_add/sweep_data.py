@@ -187,7 +187,8 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append(f"{float(v):6.3f}  {float(m):.3f}    {float(s):.3f}")
     lines.append(f"mean curve reaches {summary['threshold']} at {summary['mode']} = "
                  f"{summary['crossing_mean_curve']}; per seed {summary['crossing_mean']} +- "
-                 f"{summary['crossing_std']} ({summary['fraction_of_seeds_crossing']:.2f} of seeds)")
+                 f"{summary['crossing_std']} ({summary['fraction_of_seeds_crossing']:.2f} "
+                 "of seeds)")
     return "\n".join(lines)
 
 

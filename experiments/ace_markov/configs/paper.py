@@ -45,6 +45,11 @@ def get_config() -> ml_collections.ConfigDict:
 
     config.ace = ml_collections.ConfigDict()
     config.ace.tau = 0.999
+    # Tails whose Jacobians define Obs; the first is the primary analysis (top-level summary
+    # keys, figures, timing), every one gets a block under summary["tails"]. "logits" is SPEC 2.1
+    # literally (linear head: Obs = W_U W_U^T); "log_probs" differentiates log-softmax, which
+    # ignores the common shift of all logits (see experiments/ace_markov/run.py, TAILS).
+    config.ace.tails = ("logits", "log_probs")
     config.ace.jac_samples = 128   # S: (sequence, position) pairs of the test set
     config.ace.jac_seed = 0        # which pairs; the same for every model seed
     config.ace.compare_dims = 8    # core coordinates kept for CCA (>= every expected rank)

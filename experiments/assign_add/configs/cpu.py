@@ -1,4 +1,4 @@
-"""CPU-scale Assign and Add (the default): 8 seeds, the SPEC 1.3 model and batch, lr 3e-3, 3,000 steps.
+"""CPU-scale Assign and Add (the default): 8 seeds, SPEC 1.3 model and batch, lr 3e-3, 3,000 steps.
 
 Scale: this is *not* the paper's run. It keeps the architecture, batch 512, AdamW (wd 0.02, betas
 0.9/0.999) and the authors' held-out split, but uses a 3x larger learning rate (3e-3, at which a

@@ -1,4 +1,4 @@
-"""Test-size Assign and Add: a small model for a few dozen steps (tests/test_assign_add_experiment.py).
+"""Test-size Assign and Add: a small model, a few dozen steps (tests/test_assign_add_experiment.py).
 
 Shows no phases; it exercises every output of the run (metrics, analyses, figures, summary).
 """

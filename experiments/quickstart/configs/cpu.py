@@ -1,4 +1,4 @@
-"""CPU-scale quickstart: 8 seeds of a 1-layer transformer grokking a + b mod 31 (a few minutes)."""
+"""CPU-scale quickstart: 8 seeds of a 1-layer transformer learning a + b mod 31 from half the pairs (a few minutes)."""
 import ml_collections
 
 
@@ -24,7 +24,7 @@ def get_config() -> ml_collections.ConfigDict:
     config.model.causal = False
 
     config.train = ml_collections.ConfigDict()
-    config.train.steps = 2000
+    config.train.steps = 3000
     config.train.eval_every = 50
 
     config.hparams = ml_collections.ConfigDict()

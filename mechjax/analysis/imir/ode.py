@@ -39,8 +39,10 @@ def population_loss_fn(basis: Basis, support: Support, causal: bool = False,
 
     def loss(trainables, task_params):
         w = onehot * support.probs(task_params).astype(dtype)[:, None]
-        batch = {"tokens": tokens, "labels": labels, "weights": w}
-        return readout_loss({**fixed, **trainables}, cfg, batch, chunk)
+        # the barrier keeps XLA from constant-folding the embedded population (slow compiles)
+        toks, fixed_p = jax.lax.optimization_barrier((tokens, fixed))
+        batch = {"tokens": toks, "labels": labels, "weights": w}
+        return readout_loss({**fixed_p, **trainables}, cfg, batch, chunk)
 
     return loss
 
