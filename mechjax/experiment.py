@@ -68,11 +68,21 @@ def quiet_library_logs() -> None:
     logging.set_verbosity(logging.WARNING)
 
 
+def _user_errors() -> tuple[type[Exception], ...]:
+    from mechjax.weights import WeightsError
+    from mechjax.workdir import WorkdirError
+    return (ConfigError, WorkdirError, WeightsError)
+
+
+USER_ERRORS = _user_errors()
+
+
 def run_cli(run_fn, format_fn, main_file: str, default_config: str = "cpu.py") -> None:
     """The whole ``__main__`` of an experiment: ``--workdir``, ``--config`` (an ml_collections
     file beside ``main_file`` in ``configs/``, overridable as ``--config.key=value``) and
     ``--overwrite``; then ``run_fn(config, workdir, overwrite=...)`` and a printed summary."""
     import os
+    import sys
 
     from absl import app, flags
     from ml_collections import config_flags
@@ -89,7 +99,11 @@ def run_cli(run_fn, format_fn, main_file: str, default_config: str = "cpu.py") -
         if len(argv) > 1:
             raise app.UsageError(f"unexpected arguments {argv[1:]}")
         quiet_library_logs()
-        print(format_fn(run_fn(config.value, workdir.value, overwrite=overwrite.value)))
+        try:
+            summary = run_fn(config.value, workdir.value, overwrite=overwrite.value)
+        except USER_ERRORS as err:  # a bad flag or file: say what and stop, no traceback
+            sys.exit(f"error: {err}")
+        print(format_fn(summary))
 
     flags.mark_flag_as_required("workdir")
     app.run(main)

@@ -42,6 +42,12 @@ def test_tiny_end_to_end(tmp_path):
     assert all(len(z) == 2 for row in saved["eig/fitted"] for z in row)  # [re, im]
     assert len(saved["eig/max_abs_error"]) == n
     assert saved["overlap/chance"] == pytest.approx(np.mean(ranks) / config.model.d_model)
+    # Every configured tail has its own block; the first is the top level.
+    assert saved["ace/tail"] == config.ace.tails[0]
+    assert set(saved["tails"]) == set(config.ace.tails)
+    for block in saved["tails"].values():
+        assert len(block["core/rank"]) == n and "cca/top3_mean_offdiag" in block
+    assert saved["tails"][saved["ace/tail"]]["core/rank"] == ranks
     # The batched call and the per-seed loop compute the same cores.
     assert saved["ace/loop_matches_batched"] is True
     # The full model beats chance even at this size, and the optimal bar is the Bayes accuracy.
@@ -59,6 +65,7 @@ def test_tiny_end_to_end(tmp_path):
     (lambda c: c.ace.__setattr__("taus", 0.9), "config.ace: unknown keys ['taus']"),
     (lambda c: c.__setattr__("epochs", 40), "config: unknown keys ['epochs']"),
     (lambda c: c.task.__setattr__("batch_size", 10 ** 6), "task.batch_size"),
+    (lambda c: c.ace.__setattr__("tails", ("logits", "probs")), "ace.tails"),
 ])
 def test_bad_config_raises_before_writing(tmp_path, edit, message):
     config = tiny.get_config()

@@ -21,11 +21,11 @@ def test_reduced_ode_tracks_full_gradient_descent():
     rot, orb = support.rotation_quotient(), support.orbit_quotient(SPEC)
     assert orb.size < rot.size < support.size
     theta0 = 0.1 * jax.random.normal(jax.random.key(0), (2, basis.size))
-    field = ode.vector_field(basis, loss)
-    want = field(theta0[0], tp)
+    want = jax.jit(ode.vector_field(basis, loss))(theta0[0], tp)
     for quotient in (rot, orb):
         np.testing.assert_allclose(float(quotient.probs(tp).sum()), 1.0, rtol=1e-6)
-        got = ode.vector_field(basis, ode.population_loss_fn(basis, quotient))(theta0[0], tp)
+        got = jax.jit(ode.vector_field(basis, ode.population_loss_fn(basis, quotient)))(
+            theta0[0], tp)
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
     field_q = ode.vector_field(basis, ode.population_loss_fn(basis, orb))
     t1, n_save = 150.0, 20
@@ -65,4 +65,4 @@ def test_four_coordinate_submanifold_is_not_closed():
     w_sub = proj.weights(basis, -jnp.asarray(sub, jnp.float32))
     num = sum(float(jnp.sum((w_flow[k] - w_sub[k]) ** 2)) for k in w_flow)
     den = sum(float(jnp.sum(w_flow[k] ** 2)) for k in w_flow)
-    assert np.sqrt(num / den) > 0.3
+    assert np.sqrt(num / den) > 0.5                              # 0.96 measured

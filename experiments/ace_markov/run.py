@@ -342,14 +342,20 @@ _PER_SEED_DETAIL = ("core/energy_top8", "eig/fitted")
 
 
 def format_summary(summary: dict[str, Any]) -> str:
-    lines = [f"{'n_seeds':>28s}: {summary['n_seeds']}"]
-    for k in ("acc/full", "acc/core_only", "acc/core_removed", "r2_over_oracle"):
-        lines.append(f"{k:>28s}: {summary[k]['mean']:.4f} +- {summary[k]['std']:.4f}")
-    for k in ("core/rank3_fraction", "overlap/mean_offdiag", "overlap/chance",
-              "cca/mean_offdiag", "weight_cosine/mean_offdiag", "eig/within_0.03_fraction",
-              "train/seconds", "ace/batched_seconds", "ace/per_seed_loop_seconds"):
-        if k in summary:
-            v = summary[k]
-            lines.append(f"{k:>28s}: {v:.4f}" if isinstance(v, float) else f"{k:>28s}: {v}")
-    lines.append(f"{'core/rank':>28s}: {list(map(int, summary['core/rank']))}")
+    lines = [f"{'n_seeds':>28s}: {summary['n_seeds']}",
+             f"{'acc/optimal':>28s}: {summary['acc/optimal']:.4f}"]
+    primary = summary["ace/tail"]
+    for tail in [primary] + sorted(set(summary["tails"]) - {primary}):
+        block = summary["tails"][tail]
+        lines.append(f"--- ACE with the {tail} tail"
+                     + (" (primary)" if tail == primary else ""))
+        for k in ("acc/full", "acc/core_only", "acc/core_removed", "r2_over_oracle"):
+            lines.append(f"{k:>28s}: {block[k]['mean']:.4f} +- {block[k]['std']:.4f}")
+        for k in ("core/rank3_fraction", "overlap/mean_offdiag", "overlap/chance",
+                  "cca/mean_offdiag", "cca/top3_mean_offdiag", "weight_cosine/mean_offdiag",
+                  "eig/within_0.03_fraction", "ace/batched_seconds", "ace/per_seed_loop_seconds"):
+            if k in block:
+                lines.append(f"{k:>28s}: {block[k]:.4f}")
+        lines.append(f"{'core/rank':>28s}: {list(map(int, block['core/rank']))}")
+    lines.append(f"{'train/seconds':>28s}: {summary['train/seconds']:.1f}")
     return "\n".join(lines)

@@ -94,23 +94,25 @@ def vector_field(basis: Basis, loss: LossFn, phi: np.ndarray | None = None):
     return field
 
 
-def integrate(field, theta0: jax.Array, task_params, t1: float, n_steps: int, n_save: int,
-              ) -> jax.Array:
+def integrate(field, theta0: jax.Array, task_params, t1: float, n_steps: int | jax.Array,
+              n_save: int) -> jax.Array:
     """RK4 from 0 to ``t1`` in ``n_steps`` steps; ``[n_save + 1, n]`` states at equal times.
-    Jittable and vmappable over ``theta0`` and ``task_params`` (``n_steps % n_save == 0``)."""
-    if n_steps % n_save:
+    Jittable and vmappable over ``theta0`` and ``task_params``; ``n_steps`` (a multiple of
+    ``n_save``) and ``t1`` may be traced, so one compilation serves every resolution."""
+    if isinstance(n_steps, int) and n_steps % n_save:
         raise ValueError(f"n_steps={n_steps} must be a multiple of n_save={n_save}")
-    dt = t1 / n_steps
+    per = n_steps // n_save
+    dt = t1 / (per * n_save)
 
-    def step(th, _):
+    def step(_, th):
         k1 = field(th, task_params)
         k2 = field(th + 0.5 * dt * k1, task_params)
         k3 = field(th + 0.5 * dt * k2, task_params)
         k4 = field(th + dt * k3, task_params)
-        return th + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4), None
+        return th + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
 
     def chunk(th, _):
-        th, _ = jax.lax.scan(step, th, None, n_steps // n_save)
+        th = jax.lax.fori_loop(0, per, step, th)
         return th, th
 
     _, traj = jax.lax.scan(chunk, theta0, None, n_save)
@@ -123,17 +125,20 @@ def integrate_checked(field, theta0: jax.Array, task_params, t1: float, n_steps:
     """RK4 with step halving until two resolutions agree: ``max|x_n - x_2n| / max|x_2n|`` <=
     ``rtol``. Returns ``(trajectory, achieved error, n_steps used)``. ``in_axes`` (e.g.
     ``(0, None)``) vmaps over initial conditions and/or task parameters: one compilation for the
-    whole batch of trajectories (``[batch, n_save + 1, n]``)."""
+    whole batch of trajectories (``[batch, n_save + 1, n]``) and every resolution."""
+    if n_steps % n_save:
+        raise ValueError(f"n_steps={n_steps} must be a multiple of n_save={n_save}")
+
     def one(th, tp, n):
         return integrate(field, th, tp, t1, n, n_save)
 
     fn = one if in_axes is None else jax.vmap(one, in_axes=tuple(in_axes) + (None,))
-    run = jax.jit(fn, static_argnums=2)
-    coarse = run(theta0, task_params, n_steps)
+    run = jax.jit(fn)
+    coarse = run(theta0, task_params, jnp.int32(n_steps))
     err = float("inf")
     for _ in range(max_halvings):
         n_steps *= 2
-        fine = run(theta0, task_params, n_steps)
+        fine = run(theta0, task_params, jnp.int32(n_steps))
         err = float(jnp.max(jnp.abs(fine - coarse)) / jnp.maximum(jnp.max(jnp.abs(fine)), 1e-30))
         coarse = fine
         if err <= rtol:
