@@ -189,4 +189,11 @@ def test_command_line_refuses_bad_flag_before_writing(tmp_path):
                            "--config.task.f=1.5"], cwd=REPO, env=run_module_env(),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "task.f=1.5" in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert not wd.exists()
+    wd = tmp_path / "sweep"
+    proc = subprocess.run([PYTHON, "-m", "experiments.assign_add.sweep_data", f"--workdir={wd}",
+                           "--config.grid=(0.5,1.2)"], cwd=REPO, env=run_module_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "grid (f)=1.2" in proc.stderr, proc.stderr[-2000:]
     assert not wd.exists()

@@ -20,8 +20,6 @@ from typing import Any
 
 import jax
 import numpy as np
-from absl import app, flags
-from ml_collections import config_flags
 
 from experiments.assign_add import analysis as an
 from experiments.assign_add import run as main_run
@@ -192,26 +190,5 @@ def format_summary(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# ---- command line (flags are defined only when run as a program, so importing this module from
-# tests or other tools never collides with their flags) ------------------------------------------
-def main():
-    config = config_flags.DEFINE_config_file(
-        "config", os.path.join(os.path.dirname(__file__), "configs", "sweep_f.py"),
-        "sweep config")
-    workdir = flags.DEFINE_string("workdir", None, "run folder (config, checkpoints, figures, "
-                                  "summary)")
-    overwrite = flags.DEFINE_bool("overwrite", False,
-                                  "replace a run of a different config in workdir")
-    flags.mark_flag_as_required("workdir")
-
-    def _main(argv):
-        if len(argv) > 1:
-            raise app.UsageError(f"unexpected arguments {argv[1:]}")
-        experiment.quiet_library_logs()
-        print(format_summary(run(config.value, workdir.value, overwrite=overwrite.value)))
-
-    app.run(_main)
-
-
 if __name__ == "__main__":
-    main()
+    experiment.run_cli(run, format_summary, __file__, default_config="sweep_f.py")
