@@ -25,3 +25,14 @@ def reference_dir():
 
 
 PYTHON = sys.executable
+
+
+def assert_refused_before_writing(run_fn, config, workdir, message):
+    """``run_fn(config, workdir)`` raises a ConfigError containing ``message`` and leaves
+    ``workdir`` unwritten (the check every experiment makes before compiling anything)."""
+    import re
+
+    from mechjax.config import ConfigError
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        run_fn(config, str(workdir))
+    assert not os.path.exists(workdir)

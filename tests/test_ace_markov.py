@@ -7,9 +7,9 @@ import os
 import numpy as np
 import pytest
 
+from conftest import assert_refused_before_writing
 from experiments.ace_markov import run
 from experiments.ace_markov.configs import tiny
-from mechjax.config import ConfigError
 
 FIGURES = ("weight_cosine.png", "necessity_sufficiency.png", "projector_overlap.png", "cca.png",
            "eigenvalues.png", "accuracy.png")
@@ -70,7 +70,4 @@ def test_tiny_end_to_end(tmp_path):
 def test_bad_config_raises_before_writing(tmp_path, edit, message):
     config = tiny.get_config()
     edit(config)
-    workdir = tmp_path / "run"
-    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        run.run(config, str(workdir))
-    assert not workdir.exists()
+    assert_refused_before_writing(run.run, config, tmp_path / "run", message)

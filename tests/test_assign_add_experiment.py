@@ -12,12 +12,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import PYTHON, REPO, run_module_env
+from conftest import PYTHON, REPO, assert_refused_before_writing, run_module_env
 from experiments.assign_add import analysis as an
 from experiments.assign_add import run, sweep_data
 from experiments.assign_add.configs import sweep_f, tiny
 from mechjax.analysis import assign_add_mech as mech
-from mechjax.config import ConfigError
 from mechjax.model import apply, init_params
 from mechjax.tasks import assign_add as aa
 from mechjax.train import Trainer, cross_entropy
@@ -160,10 +159,7 @@ def test_tiny_f_sweep_compiles_once_over_the_grid(tmp_path, monkeypatch):
 def test_bad_config_fails_before_the_workdir_is_written(tmp_path, edit, message):
     config = tiny.get_config()
     edit(config)
-    wd = tmp_path / "never"
-    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        run.run(config, str(wd))
-    assert not wd.exists()
+    assert_refused_before_writing(run.run, config, tmp_path / "never", message)
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -177,10 +173,7 @@ def test_bad_config_fails_before_the_workdir_is_written(tmp_path, edit, message)
 def test_bad_sweep_config_fails_before_the_workdir_is_written(tmp_path, edit, message):
     config = sweep_f.get_config()
     edit(config)
-    wd = tmp_path / "never"
-    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        sweep_data.run(config, str(wd))
-    assert not wd.exists()
+    assert_refused_before_writing(sweep_data.run, config, tmp_path / "never", message)
 
 
 def test_command_line_refuses_bad_flag_before_writing(tmp_path):
