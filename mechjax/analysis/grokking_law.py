@@ -1,0 +1,154 @@
+"""The grokking-time law (SPEC 2.6): tau_grok from accuracy curves, and the two fitted laws.
+
+``tau_grok = t_grok - t_mem`` in optimizer steps, where ``t_mem`` (``t_grok``) is the first step
+at which the train (test) accuracy reaches the threshold (0.99). Runs that never reach it are
+marked NaN and left out of the fits by the caller (and counted).
+
+Fits:
+  * ``fit_power_law``: ``tau = C omega^beta`` by least squares on ``(log omega, log tau)``;
+    R^2 is that regression's (in log space).
+  * ``fit_log_law``: ``tau(p) = -Omega log(1 - p_crit / p)`` by least squares on tau itself.
+    For a fixed ``p_crit`` the model is linear in ``Omega`` (closed form), so the fit is a 1-D
+    search over ``p_crit`` in ``(0, min p)``: a dense grid, then golden-section refinement.
+    R^2 = 1 - SS_res / SS_tot in linear space.
+Everything here is plain numpy (host side, after training); no scipy dependency.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+
+# ------------------------------------------------------------------------------------------------
+# tau_grok from per-step accuracies
+# ------------------------------------------------------------------------------------------------
+def first_crossing(steps: np.ndarray, values: np.ndarray, threshold: float) -> np.ndarray:
+    """First entry of ``steps [n]`` at which ``values [..., n]`` is ``>= threshold``; NaN if never.
+
+    ``steps[i]`` is the optimizer step after which ``values[..., i]`` was measured (1, 2, ... for
+    an evaluation after every step). NaN values (steps past a run's end) never count as a hit.
+    """
+    values = np.asarray(values, float)
+    steps = np.asarray(steps, float)
+    if values.shape[-1] != steps.shape[-1]:
+        raise ValueError(f"values have {values.shape[-1]} evaluations but steps has "
+                         f"{steps.shape[-1]}")
+    hit = np.nan_to_num(values, nan=-np.inf) >= threshold
+    idx = np.argmax(hit, -1)
+    return np.where(hit.any(-1), steps[idx], np.nan)
+
+
+@dataclasses.dataclass
+class GrokTimes:
+    """Per-run memorization and grokking steps; NaN where the threshold was never reached."""
+
+    t_mem: np.ndarray
+    t_grok: np.ndarray
+    tau: np.ndarray        # t_grok - t_mem; NaN unless both happened
+    grokked: np.ndarray    # bool: tau is finite
+
+
+def grok_times(steps: np.ndarray, train_acc: np.ndarray, test_acc: np.ndarray,
+               threshold: float = 0.99) -> GrokTimes:
+    """``tau_grok`` for every run. ``train_acc, test_acc [..., n_evals]``, ``steps [n_evals]``."""
+    t_mem = first_crossing(steps, train_acc, threshold)
+    t_grok = first_crossing(steps, test_acc, threshold)
+    tau = t_grok - t_mem  # NaN propagates from either
+    return GrokTimes(t_mem, t_grok, tau, np.isfinite(tau))
+
+
+# ------------------------------------------------------------------------------------------------
+# Fits
+# ------------------------------------------------------------------------------------------------
+def r_squared(y: np.ndarray, y_hat: np.ndarray) -> float:
+    """Coefficient of determination ``1 - SS_res / SS_tot`` (NaN when ``y`` is constant)."""
+    y, y_hat = np.asarray(y, float), np.asarray(y_hat, float)
+    ss_tot = float(np.sum((y - y.mean()) ** 2))
+    ss_res = float(np.sum((y - y_hat) ** 2))
+    return 1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan")
+
+
+def _finite_pairs(x, y, positive: bool):
+    x, y = np.asarray(x, float).ravel(), np.asarray(y, float).ravel()
+    if x.shape != y.shape:
+        raise ValueError(f"x and y must have the same number of points, got {x.size} and {y.size}")
+    ok = np.isfinite(x) & np.isfinite(y)
+    if positive:
+        ok &= (x > 0) & (y > 0)
+    return x[ok], y[ok]
+
+
+@dataclasses.dataclass
+class PowerLawFit:
+    C: float
+    beta: float
+    r2: float
+    n_points: int
+
+
+def fit_power_law(x: np.ndarray, y: np.ndarray) -> PowerLawFit:
+    """``y = C x^beta`` by least squares on ``(log x, log y)``; non-finite / non-positive points
+    are dropped. Needs two distinct ``x`` values."""
+    x, y = _finite_pairs(x, y, positive=True)
+    if np.unique(x).size < 2:
+        return PowerLawFit(float("nan"), float("nan"), float("nan"), int(x.size))
+    lx, ly = np.log(x), np.log(y)
+    beta, log_c = np.polyfit(lx, ly, 1)
+    return PowerLawFit(float(np.exp(log_c)), float(beta),
+                       r_squared(ly, log_c + beta * lx), int(x.size))
+
+
+def log_law(p: np.ndarray, omega_scale: float, p_crit: float) -> np.ndarray:
+    """``tau(p) = -Omega log(1 - p_crit / p)`` (~ Omega p_crit / p for p >> p_crit)."""
+    return -omega_scale * np.log1p(-p_crit / np.asarray(p, float))
+
+
+@dataclasses.dataclass
+class LogLawFit:
+    Omega: float
+    p_crit: float
+    r2: float
+    n_points: int
+
+
+def _best_omega(p, y, p_crit):
+    """Closed-form least-squares ``Omega`` for a fixed ``p_crit``, and the residual sum."""
+    g = -np.log1p(-p_crit / p)
+    omega = float(np.dot(g, y) / np.dot(g, g))
+    return omega, float(np.sum((y - omega * g) ** 2))
+
+
+def fit_log_law(p: np.ndarray, tau: np.ndarray, grid: int = 2000, iters: int = 100) -> LogLawFit:
+    """Least-squares ``(Omega, p_crit)`` of ``tau = -Omega log(1 - p_crit/p)``, ``0 < p_crit <
+    min p``. Profiles out ``Omega`` (linear), then minimizes over ``p_crit`` (grid + golden
+    section). Needs two distinct ``p``."""
+    p, y = _finite_pairs(p, tau, positive=True)
+    if np.unique(p).size < 2:
+        return LogLawFit(float("nan"), float("nan"), float("nan"), int(p.size))
+    hi = float(p.min())
+    # p_crit / min p on a grid dense near 1, where the law changes fastest.
+    u = 1.0 - np.geomspace(1.0, 1e-9, grid)[1:]          # (0, 1 - 1e-9]
+    u = np.concatenate([np.linspace(1e-6, u[0], 50, endpoint=False), u])
+    sse = np.array([_best_omega(p, y, hi * ui)[1] for ui in u])
+    i = int(np.argmin(sse))
+    a, b = u[max(i - 1, 0)], u[min(i + 1, len(u) - 1)]
+    ratio = (np.sqrt(5.0) - 1.0) / 2.0
+    for _ in range(iters):  # golden section on the bracketing cell
+        c, d = b - ratio * (b - a), a + ratio * (b - a)
+        if _best_omega(p, y, hi * c)[1] <= _best_omega(p, y, hi * d)[1]:
+            b = d
+        else:
+            a = c
+    p_crit = hi * 0.5 * (a + b)
+    omega, _ = _best_omega(p, y, p_crit)
+    return LogLawFit(omega, float(p_crit), r_squared(y, log_law(p, omega, p_crit)), int(p.size))
+
+
+def setting_stats(tau: np.ndarray) -> dict[str, float]:
+    """Mean and std of the finite entries of ``tau`` (one setting's seeds) and their count."""
+    tau = np.asarray(tau, float).ravel()
+    ok = tau[np.isfinite(tau)]
+    return {"mean": float(ok.mean()) if ok.size else float("nan"),
+            "std": float(ok.std()) if ok.size else float("nan"),
+            "n_grokked": int(ok.size), "n_never": int(tau.size - ok.size)}

@@ -1,0 +1,103 @@
+"""The grokking-law experiment end to end at test size, its per-step evaluation, compile-once grid,
+and its refusal of bad configs."""
+from __future__ import annotations
+
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from conftest import assert_refused_before_writing
+from experiments.grokking_law import run
+from experiments.grokking_law.configs import tiny
+from mechjax.workdir import enable_compilation_cache
+
+
+def test_tiny_end_to_end(tmp_path):
+    config = tiny.get_config()
+    workdir = str(tmp_path / "run")
+    summary = run.run(config, workdir)
+    n = config.n_seeds
+
+    for name in ("config.json", "summary.json", "metrics.npz", "omega_sweep/checkpoints",
+                 "p_sweep/p5/checkpoints", "p_sweep/p7/checkpoints"):
+        assert os.path.exists(os.path.join(workdir, name)), name
+    assert os.path.getsize(os.path.join(workdir, "figures", "grokking_law.png")) > 1000
+    with open(os.path.join(workdir, "summary.json")) as f:
+        saved = json.load(f)
+    for key in ("beta", "beta_r2", "Omega", "p_crit", "p_fit_r2", "never_grokked"):
+        assert key in saved, key
+    for w in config.omega_sweep.omegas:
+        assert f"tau/omega={w:g}/mean" in saved and f"tau/omega={w:g}/std" in saved
+        assert len(saved[f"tau/omega={w:g}/per_seed"]) == n
+    for p in config.p_sweep.ps:
+        assert f"tau/p={p}/mean" in saved and f"tau/p={p}/std" in saved
+    n_runs = n * (len(config.omega_sweep.omegas) + len(config.p_sweep.ps))
+    assert 0 <= saved["never_grokked"] <= n_runs
+    # The omega x seeds grid is one program: trainer.run traced once for both chunks.
+    assert saved["compile/omega_sweep_traces"] == 1
+    assert saved["compile/p_sweep_traces"] == [1] * len(config.p_sweep.ps)
+    assert not any(k.startswith("benchmark/") for k in saved)  # off in the tiny config
+    arrays = np.load(os.path.join(workdir, "metrics.npz"))
+    assert arrays["omega_sweep/tau"].shape == (len(config.omega_sweep.omegas), n)
+    assert arrays["p_sweep/tau"].shape == (len(config.p_sweep.ps), n)
+    assert "beta" in run.format_summary(summary)
+
+
+def test_accuracy_is_evaluated_every_step_on_the_full_split():
+    """The in-scan evaluation equals a host-side evaluation of the same parameters, and there is
+    one evaluation per optimizer step."""
+    config = tiny.get_config()
+    trainer = run.make_trainer(7, None, 6, config)
+    hp = trainer.default_hparams(lr=1e-2, weight_decay=1.0)
+    state = trainer.init(jax.random.PRNGKey(0), hp)
+    state, metrics = jax.jit(lambda s: trainer.run(s, hp, 6))(state)
+    np.testing.assert_array_equal(np.asarray(metrics["step"]), np.arange(1, 7))
+    from mechjax.model import forward
+    batch = trainer.task.eval_pools["train"](None, {"train_fraction": jnp.float32(0.5)})
+    pred = np.asarray(forward(state.params, batch["tokens"], trainer.model_cfg)[:, -1].argmax(-1))
+    correct = pred == np.asarray(batch["labels"])
+    mask = np.asarray(batch["weights"]) > 0
+    assert mask.sum() == round(0.5 * 49)
+    assert float(metrics["acc/train"][-1]) == pytest.approx(correct[mask].mean(), abs=1e-6)
+    assert float(metrics["acc/test"][-1]) == pytest.approx(correct[~mask].mean(), abs=1e-6)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: setattr(c, "n_seeds", 0), "n_seeds=0"),
+    (lambda c: setattr(c, "threshold", 1.5), "threshold=1.5"),
+    (lambda c: c.omega_sweep.__setattr__("omegas", (0.5, -1.0)), "omega_sweep.omegas"),
+    (lambda c: c.omega_sweep.__setattr__("batch_size", 10 ** 6), "omega_sweep.batch_size"),
+    (lambda c: c.p_sweep.__setattr__("ps", (5, 2)), "p_sweep.ps=2"),
+    (lambda c: c.p_sweep.__setattr__("omega", 0.0), "p_sweep.omega=0.0"),
+    (lambda c: c.omega_sweep.__setattr__("steps", 0), "omega_sweep.steps=0"),
+    (lambda c: c.model.__setattr__("n_head", 4), "unknown model config keys ['n_head']"),
+    (lambda c: c.__setattr__("epochs", 40), "config: unknown keys ['epochs']"),
+    (lambda c: c.task.__setattr__("train_fraction", 1.5), "task.train_fraction=1.5"),
+    (lambda c: c.benchmark.__setattr__("vectorize", "pmap"), "benchmark.vectorize"),
+])
+def test_bad_config_raises_before_writing(tmp_path, edit, message):
+    config = tiny.get_config()
+    edit(config)
+    assert_refused_before_writing(run.run, config, tmp_path / "run", message)
+
+
+def test_sweep_stops_once_every_run_has_grokked_and_resumes(tmp_path):
+    """With threshold 0 every run 'groks' at step 1, so the sweep must stop after its first chunk;
+    a second call in the same workdir resumes from that checkpoint and agrees."""
+    enable_compilation_cache()  # the resumed call compiles the same program again
+    config = tiny.get_config()
+    trainer = run.make_trainer(7, None, 30, config)
+    grid = {"lr": [1e-2], "weight_decay": [0.5, 2.0]}
+    out = run.sweep(trainer, [0, 1], grid, str(tmp_path / "s"), chunk_evals=10, threshold=0.0,
+                    stop_when_all_grokked=True)
+    assert out["steps_run"] == 10 and out["traces"] == 1
+    np.testing.assert_array_equal(out["t_mem"], np.ones((2, 2)))
+    np.testing.assert_array_equal(out["tau"], np.zeros((2, 2)))
+    again = run.sweep(run.make_trainer(7, None, 30, config), [0, 1], grid, str(tmp_path / "s"),
+                      chunk_evals=10, threshold=0.0, stop_when_all_grokked=True)
+    np.testing.assert_array_equal(again["tau"], out["tau"])
+    assert again["steps_run"] == 20  # resumed after chunk 1, ran chunk 2, stopped
