@@ -1,7 +1,10 @@
 """IMIR (arXiv 2607.11875): the invariant manifold of attention-only transformers on block-list
 tasks. ``basis`` builds the model frame and the manifold basis, ``project`` maps weights to and
 from coordinates, ``confinement`` checks that the population gradient stays on the manifold,
-``ode`` integrates the exact reduced dynamics. Derivations: docs/imir.md."""
+``ode`` integrates the exact reduced dynamics; ``reduced`` is the closed-form 4-coordinate
+(alpha, beta, gamma, delta) model behind the phase diagrams, ``phase`` their read-offs and the
+Theorem 2/3 checks, ``full_phase`` the full-manifold diagram on a tiny spec, ``cells`` trains full
+transformers on grid cells. Derivations: docs/imir.md."""
 from mechjax.analysis.imir.basis import (Basis, Frame, TokenStructure, dense_basis, fixed_params,
                                          imir_config, make_basis, make_frame,
                                          position_selections, token_selections,

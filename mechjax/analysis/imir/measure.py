@@ -87,8 +87,10 @@ def confinement(seed: int = 1, scale: float = 0.7) -> dict:
 
 def ode_vs_gd(spec: bl.BlockListSpec = TINY, t1: float = 400.0, lr: float = 0.2,
               n_save: int = 40, init_scale: float = 0.1, seed: int = 0,
-              n_init: int = 1) -> dict:
-    """Reduced ODE (full basis) vs gradient descent on every weight, from the same points."""
+              n_init: int = 1, return_trajectories: bool = False) -> dict:
+    """Reduced ODE (full basis) vs gradient descent on every weight, from the same points.
+    ``return_trajectories`` adds ``trajectories`` (first start: ``t``, ``ode``/``gd`` coordinates
+    ``[n_save + 1, n]``, and the 4 coordinates largest at the end as ``ode_top``/``gd_top``)."""
     tp = {k: jnp.float32(v) for k, v in spec.default_params().items()}
     support = bl.enumerate_support(spec).prune(tp)
     frame = _frame(spec)
@@ -117,9 +119,16 @@ def ode_vs_gd(spec: bl.BlockListSpec = TINY, t1: float = 400.0, lr: float = 0.2,
                      "until_90": ode.max_rel_deviation(gd["theta"][i], traj[i], upto),
                      "whole": ode.max_rel_deviation(gd["theta"][i], traj[i]),
                      "max_off_span": float(gd["off_span"][i].max())})
-    return {"spec": repr(spec), "n_coords": basis.size, "support": support.size,
-            "rk4_steps": n_steps, "rk4_halving_err": err, "gd_steps": n_gd, "lr": lr,
-            "seconds_ode": t_ode, "seconds_gd": t_gd, "runs": runs}
+    out = {"spec": repr(spec), "n_coords": basis.size, "support": support.size,
+           "rk4_steps": n_steps, "rk4_halving_err": err, "gd_steps": n_gd, "lr": lr,
+           "seconds_ode": t_ode, "seconds_gd": t_gd, "runs": runs}
+    if return_trajectories:
+        ode_th, gd_th = np.asarray(traj[0]), np.asarray(gd["theta"][0])
+        top = np.argsort(-np.abs(ode_th[-1]))[:4]
+        out["trajectories"] = {"t": np.asarray(gd["t"][0]), "ode": ode_th, "gd": gd_th,
+                               "names": [basis.names()[i] for i in top],
+                               "ode_top": ode_th[:, top], "gd_top": gd_th[:, top]}
+    return out
 
 
 def abgd_vs_full(spec: bl.BlockListSpec = TINY, t1: float = 400.0, lr: float = 0.2,

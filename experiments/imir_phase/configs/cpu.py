@@ -1,0 +1,19 @@
+"""Default config (minutes on 2 shared CPU cores): the paper grid and theorem checks, 6 trained
+cells over a shorter horizon, and the ODE-vs-training check on the 3-position spec of
+tests/test_imir_ode.py."""
+from experiments.imir_phase.configs import paper
+
+
+def get_config():
+    c = paper.get_config()
+    c.ode.t1 = 4000.0
+    c.ode.n_steps = 100
+    c.ode.check_cells = 8
+    c.cells.n_cells = 5
+    c.cells.steps = 1000
+    c.cells.n_save = 20
+    c.cells.eval_size = 512
+    c.ode_check = dict(n_common=4, n_rare=2, n_blocks=2, f_r=0.5, f_v=0.2, t1=150.0, lr=0.1,
+                       n_save=20)
+    c.full_grid.n = 10
+    return c

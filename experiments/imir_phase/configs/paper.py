@@ -1,0 +1,29 @@
+"""Full-size config: 64 x 64 (f_r, f_v) grid, a long ODE horizon, 16 trained cells, and the
+full-manifold ODE-vs-training check on the tiny recall spec of docs/imir.md (7440 sequences;
+about 12 min of gradient descent on 2 shared cores)."""
+import ml_collections
+
+
+def get_config():
+    c = ml_collections.ConfigDict()
+    # the (f_r, f_v) diagram and the trained cells: recall, 4 blocks (T = 7), V = 16
+    c.task = dict(n_common=8, n_rare=8, n_blocks=4, b=1, f_r_ref=0.5, f_v_ref=0.1)
+    # the (b, f_r) diagram: b = 1 .. n_blocks - 1
+    c.task_b = dict(n_common=32, n_rare=32, n_blocks=16, f_v=0.1)
+    c.grid = dict(n=64, f_r_min=0.0, f_r_max=1.0, f_v_min=0.0, f_v_max=1.0)
+    c.ode = dict(t1=8000.0, n_steps=200, n_save=50, init=[0.1, 0.1, 0.1, 0.1], threshold=0.5,
+                 check_cells=16)
+    c.theorem2 = dict(n_common=256, n_rare=256, n_blocks=4, b=1, p_iwl=0.999,
+                      settings=[[0.1, 0.0], [0.3, 0.0], [0.5, 0.0], [0.1, 0.3], [0.3, 0.3],
+                                [0.7, 0.2], [0.05, 0.05], [0.9, 0.5]])
+    c.theorem3 = dict(n_common=128, n_rare=128, n_blocks=64, b_max=8, f_r=0.5, f_v=0.1,
+                      small_n_blocks=10)
+    c.cells = dict(n_cells=16, lr=1.0, steps=4000, n_save=40, batch_size=64, eval_size=1024,
+                   seed=0)
+    c.ode_check = dict(n_common=4, n_rare=4, n_blocks=3, f_r=0.4, f_v=0.2, t1=400.0, lr=0.2,
+                       n_save=40)
+    c.confinement = dict(enabled=True, seed=1)
+    # the exact (full-manifold) reduced ODE on a coarse grid of the 8-token, 3-block spec
+    c.full_grid = dict(n=16, n_common=4, n_rare=4, n_blocks=3, t1=1000.0, n_steps=100,
+                       n_save=20)
+    return c

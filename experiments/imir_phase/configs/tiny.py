@@ -1,0 +1,19 @@
+"""Test-size config: seconds on 2 cores (tests/test_imir_phase.py)."""
+from experiments.imir_phase.configs import paper
+
+
+def get_config():
+    c = paper.get_config()
+    c.task_b = dict(n_common=8, n_rare=8, n_blocks=4, f_v=0.1)
+    c.grid.n = 6
+    c.ode = dict(t1=400.0, n_steps=20, n_save=10, init=[0.1, 0.1, 0.1, 0.1], threshold=0.5,
+                 check_cells=2)
+    c.theorem2.n_common = 64
+    c.theorem2.n_rare = 64
+    c.theorem3 = dict(n_common=24, n_rare=24, n_blocks=12, b_max=3, f_r=0.5, f_v=0.1,
+                      small_n_blocks=5)
+    c.cells = dict(n_cells=1, lr=1.0, steps=20, n_save=2, batch_size=16, eval_size=32, seed=0)
+    c.ode_check = dict(n_common=4, n_rare=2, n_blocks=2, f_r=0.5, f_v=0.2, t1=2.0, lr=0.1,
+                       n_save=4)
+    c.full_grid = dict(n=2, n_common=4, n_rare=4, n_blocks=3, t1=20.0, n_steps=4, n_save=2)
+    return c

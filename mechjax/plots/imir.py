@@ -1,0 +1,106 @@
+"""IMIR figures: ICL/IWL phase diagrams with the predicted contour and trained cells, coordinate
+trajectories (reduced ODE vs full training), and the Theorem 2/3 checks."""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.colors import BoundaryNorm, ListedColormap  # noqa: E402
+
+from mechjax.plots.curves import save  # noqa: E402
+
+WINNER_COLORS = ("#bbbbbb", "#1f77b4", "#d62728", "#9467bd")  # neither, ICL, IWL, both
+
+
+def phase_diagram(path: str, x: np.ndarray, y: np.ndarray, winner: np.ndarray,
+                  p_rare: np.ndarray, emergence: np.ndarray, sb: np.ndarray, contour_c: float,
+                  xlabel: str, ylabel: str, title: str, winners: Sequence[str],
+                  cells: Mapping[str, np.ndarray] | None = None) -> str:
+    """Three panels over the grid (arrays ``[len(x), len(y)]``): winner, final rare-token ICL
+    probability, ICL emergence time; the predicted contour ``s b = contour_c`` on each, and the
+    trained cells (``cells``: ``x``, ``y``, ``winner``, ``p_rare``, ``emergence``) as outlined
+    squares coloured on the same scale."""
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.6))
+    ext = [x[0], x[-1], y[0], y[-1]]
+    cmap = ListedColormap(WINNER_COLORS)
+    panels = [
+        (winner, cmap, BoundaryNorm(np.arange(-0.5, 4.5), 4), "winner"),
+        (p_rare, "viridis", None, "final ICL prob. on rare tokens"),
+        (np.where(np.isfinite(emergence), emergence, np.nan), "magma", None,
+         "ICL emergence time (blank: never)"),
+    ]
+    cell_vals = None if cells is None else (
+        cells["winner"], cells["p_rare"],
+        np.where(np.isfinite(cells["emergence"]), cells["emergence"], np.nan))
+    for i, (ax, (val, cm, norm, name)) in enumerate(zip(axes, panels)):
+        im = ax.imshow(np.asarray(val, float).T, origin="lower", extent=ext, aspect="auto",
+                       cmap=cm, norm=norm, interpolation="nearest")
+        cb = fig.colorbar(im, ax=ax)
+        if norm is not None:
+            cb.set_ticks(range(4), labels=list(winners))
+        if np.nanmin(sb) < contour_c < np.nanmax(sb):
+            ax.contour(x, y, np.asarray(sb, float).T, levels=[contour_c], colors="w",
+                       linestyles="--", linewidths=1.5)
+        if cells is not None:
+            lim = {} if norm is not None else {"vmin": im.norm.vmin, "vmax": im.norm.vmax}
+            ax.scatter(cells["x"], cells["y"], c=cell_vals[i], cmap=cm, norm=norm, s=90,
+                       edgecolors="k", linewidths=1.5, marker="s", zorder=3,
+                       plotnonfinite=True, **lim)
+            if i > 0:  # the trained value in numbers (it may lie outside the ODE's colour range)
+                for cx, cy, cv in zip(cells["x"], cells["y"], cell_vals[i]):
+                    ax.annotate("never" if not np.isfinite(cv) else f"{cv:.2g}", (cx, cy),
+                                xytext=(6, 6), textcoords="offset points", fontsize=7,
+                                color="w", bbox={"fc": "k", "alpha": 0.5, "pad": 1})
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(name, fontsize=10)
+    fig.suptitle(f"{title}\n(dashed: predicted contour s*b = {contour_c:.3g}; squares: trained "
+                 "transformers)", fontsize=10)
+    return save(fig, path)
+
+
+def trajectories(path: str, curves: Mapping[str, tuple[np.ndarray, np.ndarray]],
+                 names: Sequence[str], title: str) -> str:
+    """One panel per coordinate; ``curves``: label -> (t [n_t], theta [n_t, len(names)])."""
+    fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.4))
+    for j, (ax, name) in enumerate(zip(np.atleast_1d(axes), names)):
+        for i, (label, (t, th)) in enumerate(curves.items()):
+            ax.plot(t, np.asarray(th)[:, j], label=label, ls="-" if i % 2 == 0 else "--",
+                    marker="" if i % 2 == 0 else ".", ms=3)
+        ax.set_title(name)
+        ax.set_xlabel("t (= step x lr)")
+    np.atleast_1d(axes)[0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    return save(fig, path)
+
+
+def theorem2(path: str, rows: Mapping[str, Sequence[Mapping[str, float]]], title: str) -> str:
+    """Measured ICL-gradient ratio against ``s = f_r + (1 - f_r) f_v``, one series per protocol."""
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    for label, rs in rows.items():
+        ax.scatter([r["s"] for r in rs], [r["ratio_gamma"] for r in rs], label=label, s=25)
+    ax.plot([0, 1], [0, 1], "k-", lw=1, label="ratio = s")
+    ax.fill_between([0, 1], [0, 0.9], [0, 1.1], color="k", alpha=0.08, label="+-10%")
+    ax.set_xlabel("s = f_r + (1 - f_r) f_v")
+    ax.set_ylabel("ICL gradient with IWL / without")
+    ax.legend(fontsize=7)
+    ax.set_title(title, fontsize=9)
+    return save(fig, path)
+
+
+def theorem3(path: str, series: Mapping[str, tuple[Sequence[float], Sequence[float], float]],
+             title: str) -> str:
+    """ICL gradient against ``b``; ``series``: label -> (b values, gradient, R^2)."""
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    for label, (b, g, r2) in series.items():
+        g = np.asarray(g, float)
+        ax.plot(b, g / np.max(np.abs(g)), "o-", label=f"{label} (R^2 {r2:.3f})")
+    ax.set_xlabel("burstiness b")
+    ax.set_ylabel("ICL gradient (normalised)")
+    ax.legend(fontsize=7)
+    ax.set_title(title, fontsize=9)
+    return save(fig, path)

@@ -1,0 +1,182 @@
+"""IMIR phase diagrams: the closed-form 4-coordinate model against the engine, the vmapped grid
+against single solves, Theorems 2 and 3 against their derived forms, the read-offs on constructed
+trajectories, and the experiment end to end (docs/imir.md, section 6)."""
+from __future__ import annotations
+
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from conftest import assert_refused_before_writing
+from experiments.imir_phase import run
+from experiments.imir_phase.configs import tiny
+from mechjax.analysis.imir import basis as ib
+from mechjax.analysis.imir import full_phase
+from mechjax.analysis.imir import ode
+from mechjax.analysis.imir import phase as ph
+from mechjax.analysis.imir import project as proj
+from mechjax.analysis.imir import reduced as rd
+from mechjax.tasks import blocklist as bl
+
+
+@pytest.mark.parametrize("spec", [
+    bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3, burstiness=1),   # one distractor
+    bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3, burstiness=2),   # b = 2, no distractor
+])
+def test_closed_form_equals_engine_on_the_submanifold(spec):
+    """At f_v = 0 no token repeats by chance, so the closed form is the task's exact population:
+    loss and reduced field equal the engine's forward at W(alpha, beta, gamma, delta)."""
+    sizes = rd.RecallSizes.from_spec(spec)
+    frame = ib.make_frame(ib.TokenStructure.from_spec(spec), spec.seq_len)
+    basis = ib.make_basis(frame)
+    _, phi = ode.abgd_coordinates(basis)
+    np.testing.assert_allclose(phi @ proj.gram(basis) @ phi.T, np.diag(rd.gram_diag(sizes)),
+                               atol=1e-9)
+    support = bl.enumerate_support(spec).orbit_quotient(spec)
+    loss_eng = ode.population_loss_fn(basis, support)
+    field_eng = jax.jit(ode.vector_field(basis, loss_eng, phi))
+    field_cf = jax.jit(rd.field(sizes))
+    phi_j = jnp.asarray(phi, jnp.float32)
+    for i, f_r in enumerate((0.3, 0.8)):
+        tp = {"f_r": jnp.float32(f_r), "f_v": jnp.float32(0.0)}
+        theta = 1.5 * jax.random.normal(jax.random.key(i), (4,))
+        want = loss_eng(proj.weights(basis, theta @ phi_j), tp)
+        got = rd.loss(sizes, theta, spec.burstiness, f_r, 0.0)
+        np.testing.assert_allclose(got, want, rtol=2e-6)
+        np.testing.assert_allclose(field_cf(theta, spec.burstiness, f_r, 0.0),
+                                   field_eng(theta, tp), rtol=2e-4, atol=1e-6)
+
+
+def test_full_manifold_readoffs_match_the_closed_form_at_the_start():
+    """Same weights at t = 0 (the 4-coordinate point): the full-manifold read-offs through the
+    engine equal the closed form's (f_v = 0: no chance repeats), and the loss falls."""
+    spec = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3)
+    init = [0.3, 0.5, 0.8, 0.6]
+    out = full_phase.full_manifold_grid(spec, init, np.array([0.0, 0.9]), np.array([0.0, 0.0]),
+                                        20.0, 4, 2)
+    sizes = rd.RecallSizes.from_spec(spec)
+    for i, fr in enumerate((0.0, 0.9)):   # f_r = 0: rare read-off still defined
+        m = rd.metrics(sizes, jnp.asarray(init), 1, fr, 0.0)
+        np.testing.assert_allclose(out["p_rare"][i, 0], m["p_rare"], rtol=1e-5)
+        np.testing.assert_allclose(out["loss"][i, 0], m["loss"], rtol=1e-5)
+        np.testing.assert_allclose(out["theta_abgd"][i, 0], init, atol=1e-5)
+        assert out["loss"][i, -1] < out["loss"][i, 0]
+
+
+def test_vmapped_grid_equals_individual_solves():
+    sizes = rd.RecallSizes(8, 8, 4)
+    fr = np.array([0.1, 0.5, 0.9, 0.3])
+    fv = np.array([0.0, 0.2, 0.7, 0.4])
+    b = np.array([1, 2, 3, 1])
+    grid = ph.solve_grid(sizes, [0.1, 0.2, 0.3, 0.4], b, fr, fv, 800.0, 16, 4)
+    one = jax.jit(lambda b, fr, fv: rd.integrate(sizes, jnp.asarray([0.1, 0.2, 0.3, 0.4]), b, fr,
+                                                 fv, 800.0, 16, 4))
+    for i in range(4):
+        np.testing.assert_allclose(grid["theta"][i], one(float(b[i]), fr[i], fv[i]), rtol=1e-5,
+                                   atol=1e-5)
+        m = rd.metrics(sizes, grid["theta"][i, -1], float(b[i]), fr[i], fv[i])
+        np.testing.assert_allclose(grid["p_rare"][i, -1], m["p_rare"], rtol=1e-5)
+    # the data parameters matter: different cells, different trajectories
+    assert np.abs(np.asarray(grid["theta"][0, -1] - grid["theta"][2, -1])).max() > 0.1
+
+
+def test_icl_gradient_at_the_null_point_is_linear_in_b():
+    """At alpha = beta = gamma = delta = 0 attention is uniform and predictions are uniform, so
+    -dL/dgamma = b / T - 1 / V exactly (Theorem 3's linearity, derived in docs/imir.md)."""
+    sizes = rd.RecallSizes(128, 128, 64)
+    bs = [1, 2, 4, 8, 16]
+    got = [float(ph.icl_gradient(sizes, [0.0, 0.0, 0.0, 0.0], b, 0.5, 0.1)[2]) for b in bs]
+    want = [b / sizes.seq_len - 1 / sizes.vocab for b in bs]
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+    fit = ph.theorem3(sizes, [0.1, 0.1, 0.1], 0.1, list(range(1, 9)), 0.5, 0.1)
+    assert fit["fit_gamma"]["r2"] > 0.99 and fit["fit_gamma"]["slope"] > 0
+
+
+def test_theorem2_factor_under_the_stated_protocol():
+    """Large vocabulary, ICL coordinates at their initial values: the suppression is
+    s + (1 - s)(1 - p_iwl) to leading order (docs/imir.md), i.e. Theorem 2's s once IWL has
+    formed, and far from s while it is half formed."""
+    sizes = rd.RecallSizes(256, 256, 4)
+    settings = [(0.1, 0.0), (0.3, 0.0), (0.5, 0.0), (0.1, 0.3), (0.3, 0.3), (0.7, 0.2)]
+    for p in (0.999, 0.9):
+        d = ph.delta_for_p_iwl(sizes, p)
+        np.testing.assert_allclose(float(rd.p_iwl(sizes, jnp.float32(d))), p, rtol=1e-5)
+        for fr, fv in settings:
+            r = ph.theorem2_ratio(sizes, [0.1, 0.1, 0.1], d, 1, fr, fv, delta_null=0.1)
+            s = fr + (1 - fr) * fv
+            assert abs(r["ratio_gamma"] - (s + (1 - s) * (1 - p))) < 0.02 * s + 0.003, (p, r)
+            if p == 0.999:
+                assert r["rel_error_gamma"] < 0.1, r
+    # the same protocol in a small vocabulary (T / V not small) misses s by far more than 10%
+    small = rd.RecallSizes(4, 4, 3)
+    d = ph.delta_for_p_iwl(small, 0.999)
+    worst = max(ph.theorem2_ratio(small, [0.1, 0.1, 0.1], d, 1, fr, fv)["rel_error_gamma"]
+                for fr, fv in settings)
+    assert worst > 0.3
+
+
+def test_readoffs_on_constructed_trajectories():
+    t = np.linspace(0, 100, 101)
+    # sigmoids with known midpoints: gamma first, then beta, then alpha; delta earliest
+    mids = {"alpha": 70.0, "beta": 50.0, "gamma": 30.0, "delta": 10.0}
+    theta = np.stack([1 / (1 + np.exp(-(t - mids[n]) / 2)) for n in rd.NAMES], -1)
+    em = ph.coordinate_emergence(t, theta)
+    for n in rd.NAMES:
+        assert abs(em[n] - mids[n]) < 1.0, (n, em[n])
+    assert ph.emergence_order(em) == ["gamma", "beta", "alpha"]
+    # departure from the start by 0.5 = the sigmoid's midpoint here
+    dep = ph.departure_times(t, theta, 0.5)
+    assert ph.emergence_order(dep) == ["gamma", "beta", "alpha"]
+    assert abs(dep["delta"] - mids["delta"]) < 1.0
+    x = np.stack([np.clip(t / 40, 0, 1), np.zeros_like(t)])
+    np.testing.assert_allclose(ph.first_crossing(t, x, 0.5), [20.0, np.inf])
+    codes = ph.classify(np.array([0.9, 0.9, 0.1, 0.1]), np.array([0.1, 0.9, 0.9, 0.1]))
+    assert [ph.WINNERS[c] for c in codes] == ["ICL", "both", "IWL", "neither"]
+    # a planted contour s * b = 0.6 is recovered
+    fr, fv = np.meshgrid(np.linspace(0, 1, 21), np.linspace(0, 1, 21), indexing="ij")
+    sb = 2 * ph.s_factor(fr, fv)
+    fit = ph.contour_agreement(sb, sb >= 0.6)
+    assert fit["agreement"] == 1.0 and 0.55 < fit["c"] <= 0.6 + 1e-9
+
+
+def test_tiny_end_to_end(tmp_path):
+    workdir = str(tmp_path / "run")
+    summary = run.run(tiny.get_config(), workdir)
+    with open(os.path.join(workdir, "summary.json")) as f:
+        saved = json.load(f)
+    for key in ("grid_seconds", "theorem2/max_rel_error", "theorem3/slope_vs_b", "theorem3/r2",
+                "ode_vs_training/max_rel_deviation", "emergence_order",
+                "confinement/rel_residual", "speed/ratio_train_per_cell_vs_grid",
+                "theorem2/conditions", "theorem2/protocols", "grid/contour_sb"):
+        assert key in saved, key
+    assert sorted(saved["emergence_order"]) == ["alpha", "beta", "gamma"]
+    assert saved["confinement/rel_residual"] < 1e-5
+    assert saved["ode_vs_training/max_rel_deviation"] < 0.05
+    assert saved["theorem3/r2"] > 0.95
+    assert len(saved["theorem2/protocols"]) >= 4
+    assert 0.0 <= saved["full_grid/winner_agreement_with_4coord"] <= 1.0
+    for name in ("phase_fr_fv.png", "phase_b_fr.png", "trajectories_abgd.png",
+                 "phase_full_manifold.png", "phase_full_manifold_4coord.png",
+                 "trajectories_ode_vs_training.png", "theorem2.png", "theorem3.png"):
+        assert os.path.getsize(os.path.join(workdir, "figures", name)) > 1000, name
+    m = np.load(os.path.join(workdir, "metrics.npz"))
+    assert m["frfv/winner"].shape == (6, 6)
+    assert summary["grid_cells"] == 36 and "grid_seconds" in run.format_summary(summary)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: setattr(c.grid, "n", 1), "grid.n=1"),
+    (lambda c: setattr(c.task, "b", 5), "task.b=5"),
+    (lambda c: setattr(c.ode, "n_steps", 25), "ode.n_steps=25 must be a multiple"),
+    (lambda c: setattr(c.theorem2, "settings", [[0.1, 0.0]] * 3), "need >= 6"),
+    (lambda c: setattr(c.task, "n_common", 4), "n_common=4"),
+    (lambda c: setattr(c.grid, "f_v_max", 1.5), "grid.f_v_max=1.5"),
+])
+def test_bad_config_refused_before_writing(tmp_path, edit, message):
+    config = tiny.get_config()
+    edit(config)
+    assert_refused_before_writing(run.run, config, tmp_path / "run", message)
