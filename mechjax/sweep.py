@@ -131,7 +131,8 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
               init_state: Callable[[jax.Array, Mapping[str, jax.Array]], TrainState] | None = None,
               log_every_chunk: bool = True, max_to_keep: int = 2,
               on_chunk: Callable[[int, dict[str, np.ndarray]], None] | None = None,
-              vectorize: str = "auto") -> SweepResult:
+              vectorize: str = "auto",
+              on_state: Callable[[int, TrainState], None] | None = None) -> SweepResult:
     """Train every ``seed`` at every grid point of ``hparams`` (``{name: [n_grid]}``).
 
     Hyperparameters not given take the trainer's defaults. ``chunk_evals`` evaluation intervals
@@ -140,6 +141,9 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
     replaces ``trainer.init`` (e.g. to start from loaded weights). ``on_chunk(chunks_done,
     chunk_metrics)`` runs on the host after each chunk is saved (custom logging, early stopping
     by raising). ``vectorize``: how seeds share a device, see ``sweep_program``.
+    ``on_state(chunks_done, state)`` gets a host copy of the state after each chunk (leading
+    axes ``[n_seeds, n_grid]``, padding dropped), *before* that chunk's checkpoint is saved, so a
+    crash in between repeats the chunk and the callback (e.g. parameter snapshots for analysis).
     """
     seeds = [int(s) for s in seeds]
     if not seeds:
@@ -204,6 +208,8 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
         chunk_metrics = _to_host(chunk_metrics)
         for k, v in chunk_metrics.items():
             metrics[k][:, :, c * chunk:(c + 1) * chunk] = v
+        if on_state is not None:
+            on_state(c + 1, jax.tree.map(lambda x: x[:len(seeds)], _to_host(state)))
         if manager is not None:
             manager.save(c + 1, args=ocp.args.StandardSave({"state": state, "metrics": metrics}))
             manager.wait_until_finished()  # raises if the save failed

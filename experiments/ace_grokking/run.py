@@ -1,0 +1,401 @@
+"""Core dynamics at grokking (SPEC 2.6): train SPEC 2.6's 2-layer post-LN model on a + b mod p for
+many seeds in one program, branch every seed at ``branch.epoch`` to weight decay 0 (optimizer
+reset, a second program), run ACE on every saved checkpoint of both branches as one batched
+analysis per branch, and write figures and summary.json.
+
+Data flow: config -> (task, trainers, schedule) -> run_sweep (weight decay 1, parameter snapshots
+at the checkpoint epochs via ``on_state``) -> run_sweep from the ``branch.epoch`` snapshot (weight
+decay 0) -> snapshots stacked [checkpoints, seeds, ...] -> grokking_core.analyse_stack (seeds
+vmapped, checkpoints lax.map'ed in vmapped batches) -> summary, figures.
+
+Clock: one epoch is ``ceil(n_train / batch_size)`` optimizer steps (full batch: one step); each
+step draws a fresh random minibatch of the training pairs without replacement (not a per-epoch
+shuffle). Everything under ``workdir/checkpoints`` (the two sweeps' orbax checkpoints and the
+parameter snapshots) makes a crashed run resume where it stopped.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mechjax import experiment
+from mechjax.analysis import grokking_core as gc
+from mechjax.config import ConfigError
+from mechjax.plots import grokking as plots
+from mechjax.sweep import log, run_sweep
+from mechjax.tasks import modular
+from mechjax.train import make_train
+from mechjax.workdir import write_json
+
+TOP_KEYS = {"n_seeds", "seed_offset", "task", "model", "train", "hparams", "branch",
+            "checkpoints", "ace"}
+TASK_KEYS = {"p", "train_fraction", "split_seed", "batch_size"}
+MODEL_KEYS = {"n_layers", "d_model", "n_heads", "d_mlp", "dropout", "causal"}
+TRAIN_KEYS = {"epochs", "eval_every_epochs"}
+HPARAM_KEYS = {"lr", "weight_decay"}
+BRANCH_KEYS = {"epoch", "weight_decay"}
+CHECKPOINT_KEYS = {"dense_every", "dense_until", "sparse_every"}
+ACE_KEYS = {"tau", "rel_tol", "holdout_frac", "holdout_start", "float64", "checkpoint_batch",
+            "clock_epochs", "grok_threshold"}
+BRANCHES = ("wd1", "wd0")  # names of the main run and the branch in files and summary keys
+
+
+# ------------------------------------------------------------------------------------------------
+# Config -> objects (every check before anything is compiled or written)
+# ------------------------------------------------------------------------------------------------
+def _check_keys(name: str, values: Any, allowed: set[str]) -> dict:
+    values = experiment.as_dict(values)
+    unknown, missing = sorted(set(values) - allowed), sorted(allowed - set(values))
+    if unknown or missing:
+        where = f"config.{name}" if name else "config"
+        raise ConfigError(f"{where}: unknown keys {unknown}, missing keys {missing}; "
+                          f"allowed: {sorted(allowed)}")
+    return values
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ConfigError(f"{name}={value!r}: must be a positive integer")
+    return value
+
+
+def _multiple(name: str, value: int, of_name: str, of: int) -> None:
+    if value % of:
+        raise ConfigError(f"{name}={value} must be a multiple of {of_name}={of} (checkpoints "
+                          "fall on evaluation/chunk boundaries)")
+
+
+def build(config) -> dict[str, Any]:
+    """Everything derived from the config, checked before any compilation or file write."""
+    _check_keys("", config, TOP_KEYS)
+    task_cfg = _check_keys("task", config.task, TASK_KEYS)
+    model_cfg_values = _check_keys("model", config.model, MODEL_KEYS)
+    train_cfg = _check_keys("train", config.train, TRAIN_KEYS)
+    hp = _check_keys("hparams", config.hparams, HPARAM_KEYS)
+    branch = _check_keys("branch", config.branch, BRANCH_KEYS)
+    ck = _check_keys("checkpoints", config.checkpoints, CHECKPOINT_KEYS)
+    ace_cfg = _check_keys("ace", config.ace, ACE_KEYS)
+    seeds = experiment.seeds(config)
+
+    p = task_cfg["p"]
+    if not isinstance(p, int) or p < 3:
+        raise ConfigError(f"task.p={p!r}: must be an integer >= 3")
+    frac = experiment.check_fraction("task.train_fraction", task_cfg["train_fraction"])
+    n_train = int(np.round(frac * p * p))
+    if not 0 < n_train < p * p:
+        raise ConfigError(f"task.train_fraction={frac}: leaves {n_train} of {p * p} pairs for "
+                          "training; both the train and the test set must be non-empty")
+    batch = task_cfg["batch_size"]
+    if batch is not None:
+        _positive_int("task.batch_size", batch)
+    spe = gc.steps_per_epoch(n_train, batch)
+
+    epochs = _positive_int("train.epochs", train_cfg["epochs"])
+    eval_every = _positive_int("train.eval_every_epochs", train_cfg["eval_every_epochs"])
+    dense = _positive_int("checkpoints.dense_every", ck["dense_every"])
+    dense_until = _positive_int("checkpoints.dense_until", ck["dense_until"])
+    sparse = _positive_int("checkpoints.sparse_every", ck["sparse_every"])
+    _multiple("checkpoints.dense_every", dense, "train.eval_every_epochs", eval_every)
+    _multiple("checkpoints.dense_until", dense_until, "checkpoints.dense_every", dense)
+    _multiple("checkpoints.sparse_every", sparse, "checkpoints.dense_every", dense)
+    _multiple("train.epochs", epochs, "checkpoints.dense_every", dense)
+    schedule = gc.checkpoint_epochs(epochs, dense, dense_until, sparse)
+    b_epoch = branch["epoch"]
+    if b_epoch not in schedule or b_epoch in (0, epochs):
+        raise ConfigError(f"branch.epoch={b_epoch!r}: must be a checkpoint epoch strictly "
+                          f"between 0 and train.epochs={epochs}; checkpoints: {schedule}")
+    clocks = tuple(ace_cfg["clock_epochs"])
+    bad = [e for e in clocks if e not in schedule]
+    if bad or not clocks:
+        raise ConfigError(f"ace.clock_epochs={clocks!r}: each must be a checkpoint epoch; "
+                          f"checkpoints: {schedule}")
+    if not 0.0 < ace_cfg["tau"] <= 1.0:
+        raise ConfigError(f"ace.tau={ace_cfg['tau']!r}: must be in (0, 1]")
+    if not 0.0 < ace_cfg["grok_threshold"] <= 1.0:
+        raise ConfigError(f"ace.grok_threshold={ace_cfg['grok_threshold']!r}: must be in (0, 1]")
+    if not 0.0 < ace_cfg["holdout_frac"] < 0.5 or round(ace_cfg["holdout_frac"] * p) < 1:
+        raise ConfigError(f"ace.holdout_frac={ace_cfg['holdout_frac']!r}: must hold out at "
+                          f"least one of the {p} answers and less than half")
+    if ace_cfg["checkpoint_batch"] is not None:
+        _positive_int("ace.checkpoint_batch", ace_cfg["checkpoint_batch"])
+    for name, value in (("hparams.lr", hp["lr"]), ("hparams.weight_decay", hp["weight_decay"]),
+                        ("branch.weight_decay", branch["weight_decay"])):
+        if not isinstance(value, (int, float)) or value < 0 or (name == "hparams.lr" and
+                                                                 value == 0):
+            raise ConfigError(f"{name}={value!r}: must be a non-negative number (lr > 0)")
+
+    model_cfg = gc.spec_model_config(p, **model_cfg_values)
+    task = modular.make_task(p=p, op="add", batch_size=None if spe == 1 else batch,
+                             train_fraction=frac, split_seed=task_cfg["split_seed"])
+    train = lambda ep: make_train(task, model_cfg, experiment.train_config(
+        {"steps": ep * spe, "eval_every": eval_every * spe, "optimizer": "adamw",
+         "b1": 0.9, "b2": 0.999}))
+    return {"seeds": seeds, "p": p, "n_train": n_train, "steps_per_epoch": spe,
+            "schedule": schedule, "model_cfg": model_cfg, "task": task,
+            "trainer": train(epochs), "branch_trainer": train(epochs - b_epoch),
+            "hparams": {"lr": float(hp["lr"]), "weight_decay": float(hp["weight_decay"])},
+            "branch": branch, "chunk_evals": dense // eval_every, "dense_every": dense,
+            "epochs": epochs, "ace": ace_cfg}
+
+
+# ------------------------------------------------------------------------------------------------
+# Parameter snapshots
+# ------------------------------------------------------------------------------------------------
+def _snapshot_path(workdir: str, name: str, epoch: int) -> str:
+    return os.path.join(workdir, "checkpoints", f"snapshots_{name}", f"epoch_{epoch:07d}.npz")
+
+
+def save_snapshot(path: str, params: dict[str, np.ndarray]) -> None:
+    """Stacked ``{name: [n_seeds, ...]}`` parameters as one .npz (atomic)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp.npz"
+    np.savez(tmp, **{k: np.asarray(v) for k, v in params.items()})
+    os.replace(tmp, path)
+
+
+def load_snapshot(path: str) -> dict[str, np.ndarray]:
+    with np.load(path) as f:
+        return {k: f[k] for k in f.files}
+
+
+def snapshot_callback(workdir: str, name: str, start_epoch: int, chunk_epochs: int,
+                      schedule: list[int]):
+    """``on_state`` for run_sweep: save the parameters when a chunk ends on a checkpoint epoch."""
+    def on_state(chunks_done: int, state) -> None:
+        epoch = start_epoch + chunks_done * chunk_epochs
+        if epoch in schedule:
+            save_snapshot(_snapshot_path(workdir, name, epoch),
+                          {k: v[:, 0] for k, v in state.params.items()})  # drop the grid axis
+    return on_state
+
+
+def _keys(seeds: list[int]) -> jax.Array:
+    return jnp.stack([jax.random.PRNGKey(s) for s in seeds])
+
+
+def branch_init(trainer, seeds: list[int], params: dict[str, np.ndarray], offset: int):
+    """``init_state(key, hparams)`` that starts seed s from its row of ``params`` with a fresh
+    optimizer (the branch's reset), and a data/dropout stream folded from the seed's key."""
+    table = _keys(seeds)
+    stacked = {k: jnp.asarray(v) for k, v in params.items()}
+
+    def init_state(key, hparams):
+        idx = jnp.argmax(jnp.all(table == key, axis=-1))  # which seed this key belongs to
+        own = {k: v[idx] for k, v in stacked.items()}
+        return trainer.init_from_params(jax.random.fold_in(key, offset), hparams, own)
+
+    return init_state
+
+
+def _sweep_metrics(result, epoch0: int, spe: int) -> dict[str, np.ndarray]:
+    m = {k: np.asarray(v[:, 0]) for k, v in result.metrics.items()}  # [n_seeds, n_evals]
+    m["epoch"] = epoch0 + m["step"][0] / spe
+    return m
+
+
+# ------------------------------------------------------------------------------------------------
+# Summary helpers
+# ------------------------------------------------------------------------------------------------
+def _stats(values) -> dict[str, Any]:
+    """Mean/std over the seeds that have a value; per-seed list keeps None for the others."""
+    per = [None if v is None or (isinstance(v, float) and not np.isfinite(v)) else v
+           for v in values]
+    got = np.asarray([v for v in per if v is not None], float)
+    return {"mean": float(got.mean()) if got.size else None,
+            "std": float(got.std()) if got.size else None,
+            "n": int(got.size), "per_seed": per}
+
+
+def _np(stats: gc.CoreStats) -> dict[str, np.ndarray]:
+    return {k: np.asarray(v) for k, v in stats._asdict().items()}
+
+
+def _on_circle_fraction(s: dict[str, np.ndarray]) -> np.ndarray:
+    """[C, n]: fraction of the kept shift eigenvalues that lie on the unit circle."""
+    d = s["on_circle"].shape[-1]
+    kept = np.arange(d) < s["n_directions"][..., None]
+    return (s["on_circle"] & kept).sum(-1) / np.maximum(kept.sum(-1), 1)
+
+
+def summarize(b: dict[str, Any], m: dict[str, dict], s: dict[str, dict], epochs: dict[str, list],
+              seeds: list[int]) -> dict[str, Any]:
+    thr = float(b["ace"]["grok_threshold"])
+    e1 = epochs["wd1"]
+    s1, s0 = s["wd1"], s["wd0"]
+    test_ckpt = s1["acc_full"].T                                    # [n, C] test accuracy
+    grok = gc.first_at_least(test_ckpt, e1, thr)
+    mem = gc.first_at_least(m["wd1"]["acc/train"], list(m["wd1"]["epoch"]), thr)
+    grok_eval = gc.first_at_least(m["wd1"]["acc/test"], list(m["wd1"]["epoch"]), thr)
+    gi = [None if g is None else e1.index(g) for g in grok]
+    circ1 = _on_circle_fraction(s1)
+
+    def at(arr, offset=0, cast=float):
+        out = []
+        for i, g in enumerate(gi):
+            c = None if g is None else g + offset
+            out.append(None if c is None or not 0 <= c < arr.shape[0] else cast(arr[c, i]))
+        return out
+
+    last = lambda arr, cast=float: [cast(v) for v in arr[-1]]
+    summary = {
+        "n_seeds": len(seeds), "seeds": seeds, "p": b["p"], "n_train": b["n_train"],
+        "n_test": b["p"] ** 2 - b["n_train"], "steps_per_epoch": b["steps_per_epoch"],
+        "epoch_definition": (f"one epoch = ceil(n_train / batch) = {b['steps_per_epoch']} "
+                             "optimizer step(s)"),
+        "checkpoint_epochs": {"wd1": e1, "wd0": epochs["wd0"]},
+        "branch_epoch": b["branch"]["epoch"],
+        "grok_epoch": _stats(grok),
+        "grok/never_seeds": [sd for sd, g in zip(seeds, grok) if g is None],
+        "grok/n_grokked": int(sum(g is not None for g in grok)),
+        "grok_epoch/eval_grid": _stats(grok_eval),
+        "memorization_epoch": _stats(mem),
+        "core_dim/at_grok": _stats(at(s1["core_dim"], cast=int)),
+        "core_dim/before_grok": _stats(at(s1["core_dim"], -1, int)),
+        "core_dim/final_wd1": _stats(last(s1["core_dim"], int)),
+        "core_dim/final_wd0": _stats(last(s0["core_dim"], int)),
+        "core_dim/max_possible": int(b["model_cfg"].d_model),
+        "modes/at_grok": _stats(at(s1["n_rotational"], cast=int)),
+        "modes/final_wd1": _stats(last(s1["n_rotational"], int)),
+        "modes/final_wd0": _stats(last(s0["n_rotational"], int)),
+        "modes/max_possible": gc.max_rotational_modes(b["p"]),
+        "r2_heldout/before_grok": _stats(at(s1["heldout_r2"], -1)),
+        "r2_heldout/after_grok": _stats(at(s1["heldout_r2"])),
+        "r2_heldout/final_wd1": _stats(last(s1["heldout_r2"])),
+        "r2_heldout/final_wd0": _stats(last(s0["heldout_r2"])),
+        "eig/on_circle_fraction_before_grok": _stats(at(circ1, -1)),
+        "eig/on_circle_fraction_after_grok": _stats(at(circ1)),
+        "r_nec/final_wd1": _stats(last(s1["r_nec"], int)),
+        "r_suf/final_wd1": _stats(last(s1["r_suf"], int)),
+        "redundancy_gap/at_grok": _stats([None if a is None else a - c for a, c in zip(
+            at(s1["r_nec"], cast=int), at(s1["r_suf"], cast=int))]),
+        "redundancy_gap/final_wd1": _stats(last(s1["r_nec"] - s1["r_suf"], int)),
+        "redundancy_gap/final_wd0": _stats(last(s0["r_nec"] - s0["r_suf"], int)),
+        "acc/test_final_wd1": _stats(last(s1["acc_full"])),
+        "acc/test_final_wd0": _stats(last(s0["acc_full"])),
+        "acc/core_only_final_wd1": _stats(last(s1["acc_core_only"])),
+        "acc/core_removed_final_wd1": _stats(last(s1["acc_core_removed"])),
+        "acc/core_only_at_grok": _stats(at(s1["acc_core_only"])),
+        "acc/core_removed_at_grok": _stats(at(s1["acc_core_removed"])),
+        "acc/chance": 1.0 / b["p"],
+        "diverged_seeds": {name: [sd for sd, ok in zip(seeds, m[name]["finite"][:, -1]) if not ok]
+                           for name in BRANCHES},
+    }
+    return summary
+
+
+# ------------------------------------------------------------------------------------------------
+# The job
+# ------------------------------------------------------------------------------------------------
+def _train(b: dict, workdir: str) -> tuple[dict, dict]:
+    """Both sweeps (resumable); returns per-branch metrics and timings."""
+    seeds, spe, dense = b["seeds"], b["steps_per_epoch"], b["dense_every"]
+    schedule, b_epoch = b["schedule"], b["branch"]["epoch"]
+    trainer = b["trainer"]
+    timing = {}
+
+    # Epoch 0: the initial parameters, exactly as run_sweep initializes seed s (PRNGKey(s)).
+    path0 = _snapshot_path(workdir, "wd1", 0)
+    if not os.path.exists(path0):
+        hp = trainer.default_hparams(**b["hparams"])
+        init = jax.jit(jax.vmap(lambda k: trainer.init(k, hp).params))(_keys(seeds))
+        save_snapshot(path0, jax.tree.map(np.asarray, init))
+
+    log(f"ace_grokking: {len(seeds)} seeds, a + b mod {b['p']}, {b['n_train']} training pairs, "
+        f"{b['epochs']} epochs x {spe} step(s), weight decay {b['hparams']['weight_decay']}")
+    t0 = time.perf_counter()
+    res1 = run_sweep(trainer, seeds, {k: [v] for k, v in b["hparams"].items()},
+                     os.path.join(workdir, "checkpoints", "wd1"), chunk_evals=b["chunk_evals"],
+                     on_state=snapshot_callback(workdir, "wd1", 0, dense, schedule))
+    timing["train/seconds_wd1"] = time.perf_counter() - t0
+
+    log(f"branch at epoch {b_epoch}: weight decay {b['branch']['weight_decay']}, optimizer reset")
+    hp0 = dict(b["hparams"], weight_decay=float(b["branch"]["weight_decay"]))
+    start = load_snapshot(_snapshot_path(workdir, "wd1", b_epoch))
+    t0 = time.perf_counter()
+    res0 = run_sweep(b["branch_trainer"], seeds, {k: [v] for k, v in hp0.items()},
+                     os.path.join(workdir, "checkpoints", "wd0"), chunk_evals=b["chunk_evals"],
+                     init_state=branch_init(b["branch_trainer"], seeds, start, b_epoch),
+                     on_state=snapshot_callback(workdir, "wd0", b_epoch, dense, schedule))
+    timing["train/seconds_wd0"] = time.perf_counter() - t0
+    return ({"wd1": _sweep_metrics(res1, 0, spe), "wd0": _sweep_metrics(res0, b_epoch, spe)},
+            timing)
+
+
+def _analyse(b: dict, workdir: str) -> tuple[dict, dict, dict]:
+    """ACE on every snapshot of both branches: one batched call per branch."""
+    ace_cfg, b_epoch = b["ace"], b["branch"]["epoch"]
+    epochs = {"wd1": b["schedule"], "wd0": [e for e in b["schedule"] if e >= b_epoch]}
+    test = b["task"].eval_pools["test"](None, b["task"].params_with_defaults())
+    rows = np.asarray(test["weights"]) > 0
+    tokens = jnp.asarray(np.asarray(test["tokens"])[rows])
+    labels = jnp.asarray(np.asarray(test["labels"])[rows])
+    precision = jax.enable_x64(True) if ace_cfg["float64"] else contextlib.nullcontext()
+    dtype = jnp.float64 if ace_cfg["float64"] else jnp.float32
+    stats, timing = {}, {}
+    with precision:
+        for name in BRANCHES:
+            files = [_snapshot_path(workdir, "wd1" if e == b_epoch or name == "wd1" else name, e)
+                     for e in epochs[name]]
+            snaps = [load_snapshot(f) for f in files]
+            params = {k: jnp.asarray(np.stack([s[k] for s in snaps])) for k in snaps[0]}
+            log(f"ACE ({name}): {len(files)} checkpoints x {len(b['seeds'])} seeds x "
+                f"{tokens.shape[0]} test pairs, one batched call")
+            t0 = time.perf_counter()
+            out = gc.analyse_stack(params, tokens, labels, b["model_cfg"], gc.HOOK, dtype,
+                                   ace_cfg["checkpoint_batch"], tau=float(ace_cfg["tau"]),
+                                   rel_tol=float(ace_cfg["rel_tol"]),
+                                   holdout_start=int(ace_cfg["holdout_start"]),
+                                   holdout_frac=float(ace_cfg["holdout_frac"]))
+            stats[name] = _np(jax.block_until_ready(out))
+            timing[f"ace/seconds_{name}"] = time.perf_counter() - t0
+    return stats, epochs, timing
+
+
+def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
+    b = build(config)
+    experiment.start(workdir, config, overwrite)
+    metrics, timing = _train(b, workdir)
+    stats, epochs, ace_timing = _analyse(b, workdir)
+    summary = summarize(b, metrics, stats, epochs, b["seeds"])
+    summary.update(timing)
+    summary.update(ace_timing)
+
+    arrays = {f"{name}/{k}": v for name in BRANCHES for k, v in metrics[name].items()}
+    arrays.update({f"ace_{name}/{k}": v for name in BRANCHES for k, v in stats[name].items()})
+    arrays.update({f"ace_{name}/epoch": np.asarray(epochs[name]) for name in BRANCHES})
+    tmp = os.path.join(workdir, "metrics.tmp.npz")
+    np.savez(tmp, **arrays)
+    os.replace(tmp, os.path.join(workdir, "metrics.npz"))
+
+    plots.write_all(os.path.join(workdir, "figures"), b["p"], metrics, stats, epochs,
+                    summary["grok_epoch"]["per_seed"], b["branch"]["epoch"],
+                    tuple(b["ace"]["clock_epochs"]))
+    write_json(os.path.join(workdir, "summary.json"), summary)
+    log(f"wrote {workdir}/summary.json and figures/")
+    return summary
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    def fmt(v):
+        if isinstance(v, dict) and "per_seed" in v:
+            mean = "n/a" if v["mean"] is None else f"{v['mean']:.3f} +- {v['std']:.3f}"
+            per = ["-" if x is None else (f"{x:.2f}" if isinstance(x, float) else str(x))
+                   for x in v["per_seed"]]
+            return f"{mean} (n={v['n']}) [{', '.join(per)}]"
+        return str(v)
+
+    keys = ["grok_epoch", "grok/never_seeds", "memorization_epoch", "core_dim/before_grok",
+            "core_dim/at_grok", "core_dim/final_wd1", "core_dim/final_wd0", "modes/at_grok",
+            "modes/final_wd1", "modes/final_wd0", "modes/max_possible", "r2_heldout/before_grok",
+            "r2_heldout/after_grok", "eig/on_circle_fraction_before_grok",
+            "eig/on_circle_fraction_after_grok", "redundancy_gap/at_grok",
+            "redundancy_gap/final_wd1", "redundancy_gap/final_wd0", "acc/test_final_wd1",
+            "acc/test_final_wd0", "acc/core_only_final_wd1", "acc/core_removed_final_wd1",
+            "train/seconds_wd1", "train/seconds_wd0", "ace/seconds_wd1", "ace/seconds_wd0"]
+    return "\n".join(f"{k:>36s}: {fmt(summary[k])}" for k in keys if k in summary)

@@ -1,0 +1,84 @@
+"""The grokking-core experiment end to end at test size, its resume, and its refusal of bad
+configs."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from conftest import assert_refused_before_writing
+from experiments.ace_grokking import run
+from experiments.ace_grokking.configs import tiny
+
+FIGURES = ("accuracy_core_dim.png", "core_interventions.png", "eigenvalue_clocks.png",
+           "core_dim_wd1_vs_wd0.png", "r_suf_vs_r_nec.png", "rotational_modes.png")
+REQUIRED = ("grok_epoch", "core_dim/at_grok", "core_dim/final_wd1", "core_dim/final_wd0",
+            "modes/final_wd1", "modes/final_wd0", "r2_heldout/before_grok",
+            "r2_heldout/after_grok", "redundancy_gap/final_wd1")
+
+
+def test_tiny_end_to_end(tmp_path):
+    config = tiny.get_config()
+    workdir = str(tmp_path / "run")
+    summary = run.run(config, workdir)
+    n, p, d = config.n_seeds, config.task.p, config.model.d_model
+
+    for name in ("config.json", "summary.json", "metrics.npz", "checkpoints"):
+        assert os.path.exists(os.path.join(workdir, name)), name
+    for name in FIGURES:
+        assert os.path.getsize(os.path.join(workdir, "figures", name)) > 1000, name
+    with open(os.path.join(workdir, "summary.json")) as f:
+        saved = json.load(f)
+    for key in REQUIRED:
+        assert set(saved[key]) == {"mean", "std", "n", "per_seed"}, key
+        assert len(saved[key]["per_seed"]) == n, key
+    # Seeds that never grok are listed, with None in the per-seed entries, not dropped.
+    grok = saved["grok_epoch"]["per_seed"]
+    assert saved["grok/never_seeds"] == [s for s, g in zip(saved["seeds"], grok) if g is None]
+    assert saved["grok/n_grokked"] == saved["grok_epoch"]["n"]
+    for key in ("core_dim/final_wd1", "core_dim/final_wd0"):
+        assert all(1 <= r <= d for r in saved[key]["per_seed"])
+    for key in ("modes/final_wd1", "modes/final_wd0"):
+        assert all(0 <= m <= p // 2 + 1 for m in saved[key]["per_seed"])
+    assert saved["epoch_definition"].startswith("one epoch = ceil(n_train / batch) = 2")
+    assert saved["checkpoint_epochs"] == {"wd1": [0, 2, 4, 8], "wd0": [4, 8]}
+
+    with np.load(os.path.join(workdir, "metrics.npz")) as m:
+        # Checkpoint accuracy from ACE's forward pass equals the trainer's own test evaluation
+        # at the same epoch (same params, same test set).
+        acc_ace = m["ace_wd1/acc_full"][-1]
+        acc_eval = m["wd1/acc/test"][:, -1]
+        np.testing.assert_allclose(acc_ace, acc_eval, atol=1e-6)
+        # The branch starts from the weight-decay-1 parameters at its epoch: identical cores.
+        np.testing.assert_array_equal(m["ace_wd0/core_dim"][0], m["ace_wd1/core_dim"][2])
+        assert m["wd0/epoch"][0] == config.branch.epoch + 1 and m["wd0/epoch"][-1] == 8
+        # core dimension = max(r_energy, r_nec) and r_nec >= r_energy, at every checkpoint.
+        cd, re, rn = m["ace_wd1/core_dim"], m["ace_wd1/r_energy"], m["ace_wd1/r_nec"]
+        np.testing.assert_array_equal(cd, np.maximum(re, rn))
+        assert np.all(rn >= re)
+    assert "grok_epoch" in run.format_summary(summary)
+
+    # A second call resumes: nothing is retrained and the same summary comes back.
+    again = run.run(config, workdir)
+    assert again["core_dim/final_wd1"] == summary["core_dim/final_wd1"]
+    assert again["acc/test_final_wd0"] == summary["acc/test_final_wd0"]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: setattr(c, "n_seeds", 0), "n_seeds=0"),
+    (lambda c: c.task.__setattr__("p", 2), "task.p=2"),
+    (lambda c: c.task.__setattr__("train_fraction", 1.0), "task.train_fraction=1.0"),
+    (lambda c: c.branch.__setattr__("epoch", 3), "branch.epoch=3"),
+    (lambda c: c.ace.__setattr__("tau", 1.5), "ace.tau=1.5"),
+    (lambda c: c.ace.__setattr__("clock_epochs", (0, 5)), "ace.clock_epochs"),
+    (lambda c: c.checkpoints.__setattr__("dense_every", 3), "checkpoints.dense_every=3"),
+    (lambda c: c.model.__setattr__("n_head", 4), "config.model: unknown keys ['n_head']"),
+    (lambda c: c.__setattr__("epochs", 40), "config: unknown keys ['epochs']"),
+    (lambda c: c.hparams.__setattr__("lr", -1.0), "hparams.lr=-1.0"),
+])
+def test_bad_config_raises_before_writing(tmp_path, edit, message):
+    config = tiny.get_config()
+    edit(config)
+    assert_refused_before_writing(run.run, config, tmp_path / "run", message)
