@@ -44,6 +44,27 @@ def seeds(config: Any) -> list[int]:
     return list(range(offset, offset + n))
 
 
+def check_keys(name: str, values: Any, allowed: set[str], required: set[str] | None = None
+               ) -> dict:
+    """``values`` (config section ``name``) as a dict; unknown keys, and missing ``required`` ones
+    (default: all of ``allowed``), raise a ConfigError that lists what is allowed."""
+    values = as_dict(values)
+    required = allowed if required is None else required
+    unknown, missing = sorted(set(values) - allowed), sorted(required - set(values))
+    if unknown or missing:
+        where = f"config.{name}" if name else "config"
+        raise ConfigError(f"{where}: unknown keys {unknown}, missing keys {missing}; "
+                          f"allowed: {sorted(allowed)}")
+    return values
+
+
+def positive_int(name: str, value: Any, minimum: int = 1) -> int:
+    """``value`` if it is an int (not a bool) >= ``minimum``, else a ConfigError naming it."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ConfigError(f"{name}={value!r}: must be an integer >= {minimum}")
+    return value
+
+
 def check_fraction(name: str, value: float, low_open: bool = True) -> float:
     """Fractions are in (0, 1]; the error names the value."""
     ok = (0.0 < value <= 1.0) if low_open else (0.0 <= value <= 1.0)

@@ -49,20 +49,6 @@ BRANCHES = ("wd1", "wd0")  # names of the main run and the branch in files and s
 # ------------------------------------------------------------------------------------------------
 # Config -> objects (every check before anything is compiled or written)
 # ------------------------------------------------------------------------------------------------
-def _check_keys(name: str, values: Any, allowed: set[str]) -> dict:
-    values = experiment.as_dict(values)
-    unknown, missing = sorted(set(values) - allowed), sorted(allowed - set(values))
-    if unknown or missing:
-        where = f"config.{name}" if name else "config"
-        raise ConfigError(f"{where}: unknown keys {unknown}, missing keys {missing}; "
-                          f"allowed: {sorted(allowed)}")
-    return values
-
-
-def _positive_int(name: str, value: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ConfigError(f"{name}={value!r}: must be a positive integer")
-    return value
 
 
 def _multiple(name: str, value: int, of_name: str, of: int) -> None:
@@ -73,14 +59,14 @@ def _multiple(name: str, value: int, of_name: str, of: int) -> None:
 
 def build(config) -> dict[str, Any]:
     """Everything derived from the config, checked before any compilation or file write."""
-    _check_keys("", config, TOP_KEYS)
-    task_cfg = _check_keys("task", config.task, TASK_KEYS)
-    model_cfg_values = _check_keys("model", config.model, MODEL_KEYS)
-    train_cfg = _check_keys("train", config.train, TRAIN_KEYS)
-    hp = _check_keys("hparams", config.hparams, HPARAM_KEYS)
-    branch = _check_keys("branch", config.branch, BRANCH_KEYS)
-    ck = _check_keys("checkpoints", config.checkpoints, CHECKPOINT_KEYS)
-    ace_cfg = _check_keys("ace", config.ace, ACE_KEYS)
+    experiment.check_keys("", config, TOP_KEYS)
+    task_cfg = experiment.check_keys("task", config.task, TASK_KEYS)
+    model_cfg_values = experiment.check_keys("model", config.model, MODEL_KEYS)
+    train_cfg = experiment.check_keys("train", config.train, TRAIN_KEYS)
+    hp = experiment.check_keys("hparams", config.hparams, HPARAM_KEYS)
+    branch = experiment.check_keys("branch", config.branch, BRANCH_KEYS)
+    ck = experiment.check_keys("checkpoints", config.checkpoints, CHECKPOINT_KEYS)
+    ace_cfg = experiment.check_keys("ace", config.ace, ACE_KEYS)
     seeds = experiment.seeds(config)
 
     p = task_cfg["p"]
@@ -93,14 +79,14 @@ def build(config) -> dict[str, Any]:
                           "training; both the train and the test set must be non-empty")
     batch = task_cfg["batch_size"]
     if batch is not None:
-        _positive_int("task.batch_size", batch)
+        experiment.positive_int("task.batch_size", batch)
     spe = gc.steps_per_epoch(n_train, batch)
 
-    epochs = _positive_int("train.epochs", train_cfg["epochs"])
-    eval_every = _positive_int("train.eval_every_epochs", train_cfg["eval_every_epochs"])
-    dense = _positive_int("checkpoints.dense_every", ck["dense_every"])
-    dense_until = _positive_int("checkpoints.dense_until", ck["dense_until"])
-    sparse = _positive_int("checkpoints.sparse_every", ck["sparse_every"])
+    epochs = experiment.positive_int("train.epochs", train_cfg["epochs"])
+    eval_every = experiment.positive_int("train.eval_every_epochs", train_cfg["eval_every_epochs"])
+    dense = experiment.positive_int("checkpoints.dense_every", ck["dense_every"])
+    dense_until = experiment.positive_int("checkpoints.dense_until", ck["dense_until"])
+    sparse = experiment.positive_int("checkpoints.sparse_every", ck["sparse_every"])
     _multiple("checkpoints.dense_every", dense, "train.eval_every_epochs", eval_every)
     _multiple("checkpoints.dense_until", dense_until, "checkpoints.dense_every", dense)
     _multiple("checkpoints.sparse_every", sparse, "checkpoints.dense_every", dense)
@@ -123,7 +109,7 @@ def build(config) -> dict[str, Any]:
         raise ConfigError(f"ace.holdout_frac={ace_cfg['holdout_frac']!r}: must hold out at "
                           f"least one of the {p} answers and less than half")
     if ace_cfg["checkpoint_batch"] is not None:
-        _positive_int("ace.checkpoint_batch", ace_cfg["checkpoint_batch"])
+        experiment.positive_int("ace.checkpoint_batch", ace_cfg["checkpoint_batch"])
     for name, value in (("hparams.lr", hp["lr"]), ("hparams.weight_decay", hp["weight_decay"]),
                         ("branch.weight_decay", branch["weight_decay"])):
         if not isinstance(value, (int, float)) or value < 0 or (name == "hparams.lr" and

@@ -43,31 +43,16 @@ TAILS = {"logits": None, "log_probs": jax.nn.log_softmax}
 # ------------------------------------------------------------------------------------------------
 # Config -> objects (all checks before anything is compiled or written)
 # ------------------------------------------------------------------------------------------------
-def _check_keys(name: str, values: Any, allowed: set[str]) -> dict:
-    values = experiment.as_dict(values)
-    unknown = sorted(set(values) - allowed)
-    missing = sorted(allowed - set(values))
-    if unknown or missing:
-        where = f"config.{name}" if name else "config"
-        raise ConfigError(f"{where}: unknown keys {unknown}, missing keys {missing}; "
-                          f"allowed: {sorted(allowed)}")
-    return values
-
-
-def _positive_int(name: str, value: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ConfigError(f"{name}={value!r}: must be a positive integer")
-    return value
 
 
 def build(config):
     """Everything derived from the config, checked before any compilation or file write."""
-    _check_keys("", config, TOP_KEYS)
-    task_cfg = _check_keys("task", config.task, TASK_KEYS)
-    ace_cfg = _check_keys("ace", config.ace, ACE_KEYS)
+    experiment.check_keys("", config, TOP_KEYS)
+    task_cfg = experiment.check_keys("task", config.task, TASK_KEYS)
+    ace_cfg = experiment.check_keys("ace", config.ace, ACE_KEYS)
     seeds = experiment.seeds(config)
     for key in ("n_train", "n_test", "batch_size"):
-        _positive_int(f"task.{key}", task_cfg[key])
+        experiment.positive_int(f"task.{key}", task_cfg[key])
     if task_cfg["batch_size"] > task_cfg["n_train"]:
         raise ConfigError(f"task.batch_size={task_cfg['batch_size']} exceeds "
                           f"task.n_train={task_cfg['n_train']}")
@@ -80,16 +65,16 @@ def build(config):
     if not 0.0 < ace_cfg["tau"] <= 1.0:
         raise ConfigError(f"ace.tau={ace_cfg['tau']!r}: must be in (0, 1]")
     n_acts = task_cfg["n_test"] * (markov.SEQ_LEN - 1)
-    if _positive_int("ace.jac_samples", ace_cfg["jac_samples"]) > n_acts:
+    if experiment.positive_int("ace.jac_samples", ace_cfg["jac_samples"]) > n_acts:
         raise ConfigError(f"ace.jac_samples={ace_cfg['jac_samples']} exceeds the {n_acts} test "
                           "activations")
-    _positive_int("chunk_evals", config.chunk_evals)
+    experiment.positive_int("chunk_evals", config.chunk_evals)
 
     model_values = experiment.as_dict(config.model)
     model_values.update(d_vocab=markov.N_STATES, d_vocab_out=markov.N_STATES,
                         n_ctx=markov.SEQ_LEN - 1)
     model_cfg = experiment.model_config(model_values)
-    if _positive_int("ace.compare_dims", ace_cfg["compare_dims"]) > model_cfg.d_model:
+    if experiment.positive_int("ace.compare_dims", ace_cfg["compare_dims"]) > model_cfg.d_model:
         raise ConfigError(f"ace.compare_dims={ace_cfg['compare_dims']} exceeds "
                           f"model.d_model={model_cfg.d_model}")
     task = markov.make_task(data_seed=task_cfg["data_seed"], n_train=task_cfg["n_train"],

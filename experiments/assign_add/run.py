@@ -42,35 +42,18 @@ PHASES = ("phase1", "phase2", "phase3")
 # ------------------------------------------------------------------------------------------------
 # Config -> objects (every check before anything is compiled or written)
 # ------------------------------------------------------------------------------------------------
-def check_keys(name: str, values: Any, allowed: set[str], required: set[str] | None = None
-               ) -> dict:
-    """``values`` as a dict; unknown keys (and missing ``required`` ones) raise ConfigError."""
-    values = experiment.as_dict(values)
-    required = allowed if required is None else required
-    unknown, missing = sorted(set(values) - allowed), sorted(required - set(values))
-    if unknown or missing:
-        where = f"config.{name}" if name else "config"
-        raise ConfigError(f"{where}: unknown keys {unknown}, missing keys {missing}; "
-                          f"allowed: {sorted(allowed)}")
-    return values
-
-
-def positive_int(name: str, value: Any, minimum: int = 1) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ConfigError(f"{name}={value!r}: must be an integer >= {minimum}")
-    return value
 
 
 def make_split(task_cfg: Mapping[str, Any]) -> aa.PairSplit:
     if task_cfg["split"] not in SPLITS:
         raise ConfigError(f"task.split={task_cfg['split']!r}: allowed {SPLITS}")
-    seed = positive_int("task.split_seed", task_cfg["split_seed"], 0)
+    seed = experiment.positive_int("task.split_seed", task_cfg["split_seed"], 0)
     return aa.authors_split(seed) if task_cfg["split"] == "authors" else aa.seeded_split(seed)
 
 
 def model_config(values: Mapping[str, Any]) -> ModelConfig:
     """SPEC 1.3's architecture with the widths of ``values`` (keys ``MODEL_KEYS``)."""
-    values = check_keys("model", values, MODEL_KEYS, required=set())
+    values = experiment.check_keys("model", values, MODEL_KEYS, required=set())
     base = aa.model_config().to_dict()
     base.update(values)
     return experiment.model_config(base)
@@ -90,25 +73,25 @@ class Setup:
 
 def build(config) -> Setup:
     """Everything derived from the config, checked before any compilation or file write."""
-    check_keys("", config, TOP_KEYS)
-    task_cfg = check_keys("task", config.task, TASK_KEYS)
-    ana = check_keys("analysis", config.analysis, ANALYSIS_KEYS)
-    phase_cfg = check_keys("phases", config.phases, PHASE_KEYS)
+    experiment.check_keys("", config, TOP_KEYS)
+    task_cfg = experiment.check_keys("task", config.task, TASK_KEYS)
+    ana = experiment.check_keys("analysis", config.analysis, ANALYSIS_KEYS)
+    phase_cfg = experiment.check_keys("phases", config.phases, PHASE_KEYS)
     seeds = experiment.seeds(config)
-    positive_int("chunk_evals", config.chunk_evals)
-    batch_size = positive_int("task.batch_size", task_cfg["batch_size"])
-    pool_size = positive_int("task.pool_size", task_cfg["pool_size"])
+    experiment.positive_int("chunk_evals", config.chunk_evals)
+    batch_size = experiment.positive_int("task.batch_size", task_cfg["batch_size"])
+    pool_size = experiment.positive_int("task.pool_size", task_cfg["pool_size"])
     f = experiment.check_fraction("task.f", task_cfg["f"])
     r = experiment.check_fraction("task.r", task_cfg["r"])
     split = make_split(task_cfg)
     if len(split.heldout_pairs(f)) == 0:
         raise ConfigError(f"task.f={f!r} leaves no held-out addition pairs; this run measures "
                           "held-out generalization (use f < 1)")
-    positive_int("analysis.probe_size", ana["probe_size"], 4)
-    positive_int("analysis.grad_batch", ana["grad_batch"])
-    positive_int("analysis.final_size", ana["final_size"], 4)
-    positive_int("analysis.union_sample", ana["union_sample"], 0)
-    positive_int("analysis.data_seed", ana["data_seed"], 0)
+    experiment.positive_int("analysis.probe_size", ana["probe_size"], 4)
+    experiment.positive_int("analysis.grad_batch", ana["grad_batch"])
+    experiment.positive_int("analysis.final_size", ana["final_size"], 4)
+    experiment.positive_int("analysis.union_sample", ana["union_sample"], 0)
+    experiment.positive_int("analysis.data_seed", ana["data_seed"], 0)
     threshold = phase_cfg["threshold"]
     if not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
         raise ConfigError(f"phases.threshold={threshold!r}: must be in (0, 1]")

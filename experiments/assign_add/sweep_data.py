@@ -54,9 +54,9 @@ class SweepSetup:
 
 def build(config) -> SweepSetup:
     """Everything derived from the config, checked before any compilation or file write."""
-    main_run.check_keys("", config, TOP_KEYS)
-    task_cfg = main_run.check_keys("task", config.task, main_run.TASK_KEYS)
-    final = main_run.check_keys("final", config.final, FINAL_KEYS)
+    experiment.check_keys("", config, TOP_KEYS)
+    task_cfg = experiment.check_keys("task", config.task, main_run.TASK_KEYS)
+    final = experiment.check_keys("final", config.final, FINAL_KEYS)
     if config.mode not in MODES:
         raise ConfigError(f"mode={config.mode!r}: allowed {sorted(MODES)}")
     mode = config.mode
@@ -68,9 +68,9 @@ def build(config) -> SweepSetup:
     if np.any(np.diff(values) <= 0):
         raise ConfigError(f"grid={tuple(values)}: must be strictly increasing")
     seeds = experiment.seeds(config)
-    main_run.positive_int("chunk_evals", config.chunk_evals)
-    batch_size = main_run.positive_int("task.batch_size", task_cfg["batch_size"])
-    pool_size = main_run.positive_int("task.pool_size", task_cfg["pool_size"])
+    experiment.positive_int("chunk_evals", config.chunk_evals)
+    batch_size = experiment.positive_int("task.batch_size", task_cfg["batch_size"])
+    pool_size = experiment.positive_int("task.pool_size", task_cfg["pool_size"])
     f = experiment.check_fraction("task.f", task_cfg["f"])
     r = experiment.check_fraction("task.r", task_cfg["r"])
     split = main_run.make_split(task_cfg)
@@ -78,8 +78,8 @@ def build(config) -> SweepSetup:
     empty = [float(v) for v in fs if len(split.heldout_pairs(float(v))) == 0]
     if empty:
         raise ConfigError(f"f={empty} leaves no held-out addition pairs (use f < 1)")
-    main_run.positive_int("final.union_sample", final["union_sample"], 0)
-    main_run.positive_int("final.data_seed", final["data_seed"], 0)
+    experiment.positive_int("final.union_sample", final["union_sample"], 0)
+    experiment.positive_int("final.data_seed", final["data_seed"], 0)
     threshold = config.threshold
     if not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
         raise ConfigError(f"threshold={threshold!r}: must be in (0, 1]")

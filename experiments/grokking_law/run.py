@@ -44,20 +44,6 @@ BENCH_KEYS = {"steps", "vectorize"}
 # ------------------------------------------------------------------------------------------------
 # Config -> objects (all checks before anything is compiled or written)
 # ------------------------------------------------------------------------------------------------
-def _check_keys(name: str, values: Any, allowed: set[str]) -> dict:
-    values = experiment.as_dict(values)
-    unknown, missing = sorted(set(values) - allowed), sorted(allowed - set(values))
-    if unknown or missing:
-        where = f"config.{name}" if name else "config"
-        raise ConfigError(f"{where}: unknown keys {unknown}, missing keys {missing}; "
-                          f"allowed: {sorted(allowed)}")
-    return values
-
-
-def _positive_int(name: str, value: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ConfigError(f"{name}={value!r}: must be a positive integer")
-    return value
 
 
 def _modulus(name: str, value: Any) -> int:
@@ -117,13 +103,13 @@ def make_trainer(p: int, batch_size: int | None, steps: int, config) -> Trainer:
 
 def build(config) -> dict[str, Any]:
     """Validate the whole config and build every trainer; nothing is compiled or written."""
-    _check_keys("", config, TOP_KEYS)
-    task_cfg = _check_keys("task", config.task, TASK_KEYS)
-    _check_keys("train", config.train, TRAIN_KEYS)
-    hp = _check_keys("hparams", config.hparams, HPARAM_KEYS)
-    om = _check_keys("omega_sweep", config.omega_sweep, OMEGA_KEYS)
-    ps = _check_keys("p_sweep", config.p_sweep, P_KEYS)
-    bench = _check_keys("benchmark", config.benchmark, BENCH_KEYS)
+    experiment.check_keys("", config, TOP_KEYS)
+    task_cfg = experiment.check_keys("task", config.task, TASK_KEYS)
+    experiment.check_keys("train", config.train, TRAIN_KEYS)
+    hp = experiment.check_keys("hparams", config.hparams, HPARAM_KEYS)
+    om = experiment.check_keys("omega_sweep", config.omega_sweep, OMEGA_KEYS)
+    ps = experiment.check_keys("p_sweep", config.p_sweep, P_KEYS)
+    bench = experiment.check_keys("benchmark", config.benchmark, BENCH_KEYS)
     seeds = experiment.seeds(config)
     frac = experiment.check_fraction("task.train_fraction", task_cfg["train_fraction"])
     if not isinstance(config.stop_when_all_grokked, bool):
@@ -138,8 +124,8 @@ def build(config) -> dict[str, Any]:
     p_omega = _modulus("omega_sweep.p", om["p"])
     omegas = _positive_floats("omega_sweep.omegas", om["omegas"])
     batch_omega = _batch("omega_sweep.batch_size", om["batch_size"], p_omega, frac)
-    _positive_int("omega_sweep.steps", om["steps"])
-    _positive_int("omega_sweep.chunk_evals", om["chunk_evals"])
+    experiment.positive_int("omega_sweep.steps", om["steps"])
+    experiment.positive_int("omega_sweep.chunk_evals", om["chunk_evals"])
     if isinstance(ps["ps"], int) or not ps["ps"]:
         raise ConfigError(f"p_sweep.ps={ps['ps']!r}: must be a non-empty sequence of integers")
     p_list = tuple(_modulus("p_sweep.ps", p) for p in ps["ps"])
@@ -148,8 +134,8 @@ def build(config) -> dict[str, Any]:
     batches = {p: _batch("p_sweep.batch_size", ps["batch_size"], p, frac) for p in p_list}
     if not np.isfinite(ps["omega"]) or ps["omega"] <= 0:
         raise ConfigError(f"p_sweep.omega={ps['omega']!r}: must be finite and > 0")
-    _positive_int("p_sweep.steps", ps["steps"])
-    _positive_int("p_sweep.chunk_evals", ps["chunk_evals"])
+    experiment.positive_int("p_sweep.steps", ps["steps"])
+    experiment.positive_int("p_sweep.chunk_evals", ps["chunk_evals"])
     if not isinstance(bench["steps"], int) or bench["steps"] < 0:
         raise ConfigError(f"benchmark.steps={bench['steps']!r}: must be 0 (off) or positive")
     if bench["vectorize"] not in ("auto", "vmap", "map"):
