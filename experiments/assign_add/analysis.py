@@ -33,6 +33,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mechjax.analysis.curves import first_crossing
+
 from mechjax import fastpath
 from mechjax.analysis import assign_add_mech as mech
 from mechjax.config import ModelConfig
@@ -153,13 +155,6 @@ def make_eval_fn(cfg: ModelConfig, probe: mech.ProbeData,
 # ================================================================================================
 # Phases
 # ================================================================================================
-def first_crossing(steps: np.ndarray, values: np.ndarray, threshold: float) -> np.ndarray:
-    """First step at which ``values [..., n_evals]`` reaches ``threshold``; NaN where it never
-    does (NaN values count as not reached)."""
-    values = np.asarray(values, float)
-    hit = np.nan_to_num(values, nan=-np.inf) >= threshold
-    idx = np.argmax(hit, -1)
-    return np.where(hit.any(-1), np.asarray(steps)[idx], np.nan)
 
 
 def phase_steps(steps: np.ndarray, metrics: Mapping[str, np.ndarray],

@@ -7,6 +7,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from mechjax.analysis.curves import first_crossing
+
 from mechjax import experiment
 from mechjax.analysis import fourier
 from mechjax.plots import curves, heatmaps
@@ -16,11 +18,6 @@ from mechjax.train import make_train
 from mechjax.workdir import write_json
 
 
-def first_crossing(steps: np.ndarray, values: np.ndarray, threshold: float) -> np.ndarray:
-    """First step at which ``values [..., n]`` reaches ``threshold``; NaN where it never does."""
-    hit = values >= threshold
-    idx = np.argmax(hit, -1)
-    return np.where(hit.any(-1), np.asarray(steps)[idx], np.nan)
 
 
 def build(config):

@@ -29,6 +29,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mechjax.analysis.curves import first_crossing
+
 from mechjax.analysis import ace
 from mechjax.config import ModelConfig
 from mechjax.model import Params
@@ -73,12 +75,8 @@ def checkpoint_epochs(total: int, dense_every: int = 100, dense_until: int = 200
 def first_at_least(values: np.ndarray, xs: Sequence[float], threshold: float) -> list:
     """Per row of ``values [n, C]``: the first ``xs[c]`` with ``values >= threshold``, else None
     (a run that never gets there is reported as None, not dropped)."""
-    values = np.asarray(values, float)
-    out = []
-    for row in values:
-        hit = np.flatnonzero(row >= threshold)
-        out.append(None if hit.size == 0 else xs[int(hit[0])])
-    return out
+    first = first_crossing(np.asarray(xs), values, threshold)
+    return [None if np.isnan(v) else type(xs[0])(v) for v in first]
 
 
 # ------------------------------------------------------------------------------------------------
