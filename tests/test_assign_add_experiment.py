@@ -14,7 +14,7 @@ import pytest
 
 from conftest import PYTHON, REPO, assert_refused_before_writing, run_module_env
 from experiments.assign_add import analysis as an
-from experiments.assign_add import run, sweep_data
+from experiments.assign_add import progress, run, sweep_data
 from experiments.assign_add.configs import sweep_f, tiny
 from mechjax.analysis import assign_add_mech as mech
 from mechjax.model import apply, init_params
@@ -110,6 +110,23 @@ def test_tiny_run_end_to_end(tmp_path):
         assert metrics[f"metrics/progress/{name}"].shape == (2, 1, n_evals)
     assert metrics["metrics/qk2grad/identity_cos"].shape == (2, 1, n_evals)
     assert "phase1" in run.format_summary(summary)
+    # the progress report of the finished run agrees with its summary, seed by seed
+    report = progress.read(wd)
+    assert report["step"] == config.train.steps and report["seeds"] == [0, 1]
+    for phase in ("phase1", "phase2", "phase3"):
+        np.testing.assert_array_equal(
+            report["phases"][phase],
+            [np.nan if v is None else v for v in on_disk[f"{phase}_step"]["per_seed"]])
+    assert "evaluated up to step" in progress.format_progress(report)
+
+
+def test_progress_refuses_a_workdir_without_a_training_run(tmp_path):
+    with pytest.raises(progress.ProgressError, match="config.json does not exist"):
+        progress.read(str(tmp_path))
+    (tmp_path / "config.json").write_text(json.dumps({"grid": {}}))
+    np.savez(tmp_path / "metrics.npz", seeds=np.arange(2))
+    with pytest.raises(progress.ProgressError, match="no 'phases' block"):
+        progress.read(str(tmp_path))
 
 
 def test_tiny_f_sweep_compiles_once_over_the_grid(tmp_path, monkeypatch):
