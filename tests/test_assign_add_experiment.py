@@ -207,3 +207,8 @@ def test_command_line_refuses_bad_flag_before_writing(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "grid (f)=1.2" in proc.stderr, proc.stderr[-2000:]
     assert not wd.exists()
+    proc = subprocess.run([PYTHON, "-m", "experiments.assign_add.progress",
+                           f"--workdir={tmp_path / 'none'}"], cwd=REPO, env=run_module_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "config.json does not exist" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr

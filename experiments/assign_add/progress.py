@@ -20,8 +20,6 @@ from absl import app, flags
 
 from experiments.assign_add import analysis as an
 
-_WORKDIR = flags.DEFINE_string("workdir", None, "the training run's workdir")
-
 LATEST = ("acc/0var_heldout", "acc/1var_train", "acc/2var_two_misplaced", "acc/2var_heldout")
 
 
@@ -78,13 +76,17 @@ def format_progress(report: dict[str, Any]) -> str:
 
 def main(argv):
     del argv
-    if not _WORKDIR.value:
+    workdir = flags.FLAGS.workdir
+    if not workdir:
         sys.exit("--workdir is required: the folder of an Assign-and-Add training run")
     try:
-        print(format_progress(read(_WORKDIR.value)))
+        print(format_progress(read(workdir)))
     except ProgressError as e:
         sys.exit(f"error: {e}")
 
 
 if __name__ == "__main__":
+    # Defined here, not at import: other modules (evaluate) define --workdir too, and tests
+    # import both into one process.
+    flags.DEFINE_string("workdir", None, "the training run's workdir")
     app.run(main)
