@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
+from mechjax import watchdog
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.train import TrainConfig
 from mechjax.workdir import enable_compilation_cache, prepare
@@ -121,7 +122,9 @@ def run_cli(run_fn, format_fn, main_file: str, default_config: str = "cpu.py") -
             raise app.UsageError(f"unexpected arguments {argv[1:]}")
         quiet_library_logs()
         try:
-            summary = run_fn(config.value, workdir.value, overwrite=overwrite.value)
+            # A deadlocked XLA call on CPU ends the run with one line instead of hanging.
+            with watchdog.watch(f"python -m {os.path.basename(os.path.dirname(main_file))}"):
+                summary = run_fn(config.value, workdir.value, overwrite=overwrite.value)
         except USER_ERRORS as err:  # a bad flag or file: say what and stop, no traceback
             sys.exit(f"error: {err}")
         print(format_fn(summary))

@@ -28,6 +28,7 @@ import orbax.checkpoint as ocp
 from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding, PartitionSpec
 
+from mechjax import watchdog
 from mechjax.train import Trainer, TrainState
 
 SEED_AXIS = "seed"
@@ -204,8 +205,9 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
 
     t0, done_at_start = time.time(), start
     for c in range(start, n_chunks):
-        state, chunk_metrics = run_fn(state, grid)
-        chunk_metrics = _to_host(chunk_metrics)
+        with watchdog.watch(f"training chunk {c + 1}/{n_chunks} of {len(seeds)} seeds"):
+            state, chunk_metrics = run_fn(state, grid)
+            chunk_metrics = _to_host(chunk_metrics)
         for k, v in chunk_metrics.items():
             metrics[k][:, :, c * chunk:(c + 1) * chunk] = v
         if on_state is not None:

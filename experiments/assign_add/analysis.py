@@ -36,6 +36,7 @@ import numpy as np
 from mechjax.analysis.curves import first_crossing
 
 from mechjax import fastpath
+from mechjax import linalg
 from mechjax.analysis import assign_add_mech as mech
 from mechjax.config import ModelConfig
 from mechjax.hooks import run_with_hooks
@@ -117,7 +118,7 @@ def qk2_gradient_measures(params: Params, tokens: jax.Array, labels: jax.Array,
     g = qk2_gradient(params, tokens, labels, cfg)
     out = identity_measures(variable_block(params, -g))
     a = params["embed.W_E"][aa.VAR0:aa.VAR0 + aa.N_VARS] @ ov_matrix(params, 0)  # [12, d]
-    q, _ = jnp.linalg.qr(a.T)  # [d, 12] orthonormal basis of the variable images
+    q, _ = linalg.qr(a.T)  # [d, 12] orthonormal basis of the variable images
     out["block_fraction"] = jnp.linalg.norm(q.T @ g @ q) / jnp.maximum(jnp.linalg.norm(g), 1e-30)
     weights = identity_measures(mech.variable_qk2(params, cfg))
     out["weights_identity"] = weights["identity"]

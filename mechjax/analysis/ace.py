@@ -32,6 +32,7 @@ from typing import Any, Callable, Literal, Mapping, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from mechjax import linalg
 from mechjax.config import ModelConfig
 from mechjax.hooks import project_onto, run_with_cache, run_with_hooks
 from mechjax.model import Params
@@ -207,7 +208,7 @@ def psd_factor(g: Array, jitter: float = 1e-8) -> Array:
     """
     g = _sym(_float(g))
     d = g.shape[0]
-    lam, vec = jnp.linalg.eigh(g)
+    lam, vec = linalg.eigh(g)
     floor = d * jnp.finfo(g.dtype).eps * jnp.maximum(lam[-1], 0.0)
     lam = jnp.where(lam > floor, lam, 0.0) + jitter * jnp.trace(g) / d
     return vec * jnp.sqrt(lam)
@@ -226,8 +227,8 @@ def balanced_truncation(cov: Array, obs: Array, jitter: float = 1e-8) -> tuple[A
     tc = jnp.maximum(jnp.trace(cov), jnp.finfo(cov.dtype).tiny)
     to = jnp.maximum(jnp.trace(obs), jnp.finfo(obs.dtype).tiny)
     lc, lo = psd_factor(cov / tc, jitter), psd_factor(obs / to, jitter)
-    u, s, _ = jnp.linalg.svd(lc.T @ lo)
-    basis, _ = jnp.linalg.qr(lc @ u)
+    u, s, _ = linalg.svd(lc.T @ lo)
+    basis, _ = linalg.qr(lc @ u)
     return basis, s ** 2 * tc * to
 
 
@@ -270,10 +271,10 @@ def extract_data_form(h: Array, jac: Array, tau: float | Array = 0.999) -> Core:
     mean = h.mean(0)
     hc = h - mean
     j = jac.reshape(-1, d)  # J_stack [S*K, D]
-    a, s, _ = jnp.linalg.svd(hc @ j.T, full_matrices=False)
+    a, s, _ = linalg.svd(hc @ j.T, full_matrices=False)
     m = min(n, j.shape[0], d)
     directions = hc.T @ a[:, :m]  # [D, m]
-    basis, _ = jnp.linalg.qr(jnp.concatenate([directions, jnp.eye(d, dtype=h.dtype)], axis=1))
+    basis, _ = linalg.qr(jnp.concatenate([directions, jnp.eye(d, dtype=h.dtype)], axis=1))
     weights = jnp.zeros(d, h.dtype).at[:m].set(s[:m] ** 2 / ((n - 1) * jac.shape[0]))
     return Core(basis, weights, energy_rank(weights, tau), mean)
 
@@ -453,7 +454,7 @@ def r_suf(core_only: Array, full: Array | float, tol: float = 1e-3) -> Array:
 # ================================================================================================
 def _eig_sorted(a: Array) -> Array:
     """Eigenvalues of a real square matrix, by decreasing modulus (then decreasing angle)."""
-    lam = jnp.linalg.eig(a)[0]
+    lam = linalg.eig(a)[0]
     order = jnp.lexsort((-jnp.angle(lam), -jnp.round(jnp.abs(lam), 6)))
     return lam[order]
 
@@ -481,7 +482,7 @@ def markov_operator(z: Array, rank: Array | int | None = None, r2_oracle: float 
     x = z[:, :-1].reshape(-1, r)
     y = z[:, 1:].reshape(-1, r)
     x, y = x - x.mean(0), y - y.mean(0)
-    a_t = jnp.linalg.lstsq(x, y)[0]  # [r, r] = A^T
+    a_t = linalg.lstsq(x, y)[0]  # [r, r] = A^T
     ss_res = ((y - x @ a_t) ** 2).sum(0)
     ss_tot = (y ** 2).sum(0)
     per = 1.0 - ss_res / jnp.maximum(ss_tot, jnp.finfo(z.dtype).tiny)
@@ -516,12 +517,12 @@ def _shift_fit(reps: Array, use: Array, rel_tol: float):
     w = use.astype(reps.dtype)
     mu = (reps * w[:, None]).sum(0) / jnp.maximum(w.sum(), 1.0)
     xc = reps - mu
-    _, s, vt = jnp.linalg.svd(xc * w[:, None], full_matrices=False)
+    _, s, vt = linalg.svd(xc * w[:, None], full_matrices=False)
     keep = s > rel_tol * s[0]
     y = (xc @ vt.T) * keep.astype(reps.dtype)  # [P, k]; dropped directions are zero columns
     y_next = jnp.roll(y, -1, axis=0)
     pair = (use & jnp.roll(use, -1)).astype(reps.dtype)[:, None]
-    a = jnp.linalg.lstsq(y * pair, y_next * pair)[0]
+    a = linalg.lstsq(y * pair, y_next * pair)[0]
     return a, y, y_next, keep
 
 
@@ -595,7 +596,7 @@ def principal_angles(qa: Array, qb: Array, ra: Array | int | None = None,
     With rank masks only the first ``min(ra, rb)`` entries are meaningful (the rest are pi/2).
     """
     qa, qb = _masked(_float(qa), ra), _masked(_float(qb), rb)
-    cos = jnp.linalg.svd(qa.T @ qb, compute_uv=False)
+    cos = linalg.svd(qa.T @ qb, compute_uv=False)
     return jnp.arccos(jnp.clip(cos, 0.0, 1.0))
 
 
@@ -617,11 +618,11 @@ def cca(za: Array, zb: Array, r: Array | int | None = None, eps: float = 1e-8,
         scale = jnp.sqrt(jnp.maximum((z ** 2).mean(), jnp.finfo(z.dtype).tiny))
         z = z / scale  # correlations are scale-free; this keeps eps relative in float32
         c = z.T @ z / (n - 1) + eps * jnp.eye(z.shape[1], dtype=z.dtype)
-        chol = jnp.linalg.cholesky(_sym(c))
-        return jax.scipy.linalg.solve_triangular(chol, z.T, lower=True).T  # z L^{-T}
+        chol = linalg.cholesky(_sym(c))
+        return linalg.solve_triangular(chol, z.T, lower=True).T  # z L^{-T}
 
     wa, wb = whiten(za), whiten(zb)
-    corr = jnp.linalg.svd(wa.T @ wb / (n - 1), compute_uv=False)
+    corr = linalg.svd(wa.T @ wb / (n - 1), compute_uv=False)
     r = min(za.shape[1], zb.shape[1]) if r is None else r
     top = rank_mask(r, corr.shape[0]).astype(corr.dtype)
     return (corr * top).sum() / jnp.maximum(top.sum(), 1.0), corr

@@ -42,6 +42,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from mechjax import linalg
 from mechjax.config import ModelConfig
 from mechjax.hooks import run_with_cache, run_with_hooks
 from mechjax.model import Params
@@ -232,7 +233,7 @@ def ridge_probe_accuracy(features: jax.Array, labels: jax.Array, mask: jax.Array
     y = jax.nn.one_hot(labels, n_classes, dtype=x.dtype)
     gram = (x * w_tr).T @ x
     reg = ridge * jnp.trace(gram) / gram.shape[0]
-    coef = jnp.linalg.solve(gram + reg * jnp.eye(gram.shape[0], dtype=x.dtype), (x * w_tr).T @ y)
+    coef = linalg.solve(gram + reg * jnp.eye(gram.shape[0], dtype=x.dtype), (x * w_tr).T @ y)
     pred = jnp.argmax(x @ coef, axis=-1)
     return jnp.sum((pred == labels) & test) / jnp.maximum(jnp.sum(test), 1)
 
