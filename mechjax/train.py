@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from mechjax import fastpath
+from mechjax import fastpath, metrics
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.model import Params, forward, init_params
 from mechjax.tasks.base import Batch, Task
@@ -80,18 +80,6 @@ class TrainState(NamedTuple):
     eval_key: jax.Array   # fixed per run: the same evaluation sets at every evaluation
     step: jax.Array       # int32 scalar
     finite: jax.Array     # bool scalar; False once a loss or gradient was non-finite
-
-
-def cross_entropy(logits: jax.Array, labels: jax.Array,
-                  weights: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
-    """Weighted mean cross-entropy and accuracy. ``logits [..., v]``, ``labels [...]``."""
-    logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
-    nll = -jnp.take_along_axis(logp, labels[..., None], axis=-1)[..., 0]
-    correct = (logits.argmax(-1) == labels).astype(jnp.float32)
-    if weights is None:
-        return nll.mean(), correct.mean()
-    total = jnp.maximum(weights.sum(), 1e-9)
-    return (nll * weights).sum() / total, (correct * weights).sum() / total
 
 
 def split_hparams(hparams: HParams) -> tuple[dict, dict]:
@@ -184,20 +172,21 @@ class Trainer:
         return logits if readout is None else logits[:, readout]
 
     def loss(self, params: Params, batch: Batch, key: jax.Array | None = None):
-        loss, acc = cross_entropy(self.logits(params, batch["tokens"], key), batch["labels"],
-                                  batch.get("weights"))
-        return loss, acc
+        logits = self.logits(params, batch["tokens"], key)
+        labels, weights = batch["labels"], batch.get("weights")
+        return (metrics.cross_entropy(logits, labels, weights),
+                metrics.accuracy(logits, labels, weights))
 
     def evaluate(self, params: Params, task_params: Mapping[str, jax.Array],
                  eval_key: jax.Array) -> dict[str, jax.Array]:
-        metrics = {}
+        out = {}
         for i, name in enumerate(self.pools):
             batch = self.task.eval_pools[name](jax.random.fold_in(eval_key, i), task_params)
             loss, acc = self.loss(params, batch)
-            metrics[f"acc/{name}"], metrics[f"loss/{name}"] = acc, loss
+            out[f"acc/{name}"], out[f"loss/{name}"] = acc, loss
         if self.eval_fn is not None:
-            metrics.update(self.eval_fn(params, task_params, eval_key))
-        return metrics
+            out.update(self.eval_fn(params, task_params, eval_key))
+        return out
 
     # ---- state transitions --------------------------------------------------------------------
     def init(self, key: jax.Array, hparams: HParams) -> TrainState:
@@ -256,10 +245,10 @@ class Trainer:
 
         def interval(carry, _):
             carry, outs = jax.lax.scan(one_step, carry, None, length=self.train_cfg.eval_every)
-            metrics = {"train/loss": jnp.nanmean(outs[:, 0]), "train/acc": jnp.nanmean(outs[:, 1])}
-            metrics.update(self.evaluate(carry.params, task_params, carry.eval_key))
-            metrics["step"], metrics["finite"] = carry.step, carry.finite
-            return carry, metrics
+            row = {"train/loss": jnp.nanmean(outs[:, 0]), "train/acc": jnp.nanmean(outs[:, 1])}
+            row.update(self.evaluate(carry.params, task_params, carry.eval_key))
+            row["step"], row["finite"] = carry.step, carry.finite
+            return carry, row
 
         return jax.lax.scan(interval, state, None, length=n_evals)
 

@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 from typing import Any, Mapping
 
-import numpy as np
+from mechjax.io import to_jsonable, write_json
 
 CONFIG_FILE = "config.json"
 RUN_OUTPUTS = ("checkpoints", "metrics.npz", "summary.json", "figures")
@@ -15,23 +14,6 @@ RUN_OUTPUTS = ("checkpoints", "metrics.npz", "summary.json", "figures")
 
 class WorkdirError(ValueError):
     """The workdir holds something that must not be overwritten."""
-
-
-def to_jsonable(value: Any) -> Any:
-    """Config dicts and numpy values as plain JSON (tuples become lists; NaN becomes None)."""
-    if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray) or hasattr(value, "__array__") and not isinstance(value, str):
-        return to_jsonable(np.asarray(value).tolist())
-    if isinstance(value, (np.floating, float)):
-        return None if not math.isfinite(float(value)) else float(value)
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    return value
 
 
 def prepare(workdir: str, config: Mapping[str, Any], overwrite: bool = False) -> bool:
@@ -81,15 +63,6 @@ def _diff_keys(a: Any, b: Any, prefix: str = "") -> set[str]:
             out |= _diff_keys(a.get(k), b.get(k), f"{prefix}{k}.")
         return out
     return set() if a == b else {prefix.rstrip(".")}
-
-
-def write_json(path: str, value: Any) -> None:
-    """Write JSON atomically (temp file then rename)."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(to_jsonable(value), f, indent=2, sort_keys=True)
-    os.replace(tmp, path)
 
 
 def enable_compilation_cache(path: str | None = None) -> str:

@@ -258,16 +258,6 @@ def test_validate_centred_llm_interventions():
     assert float(res["keep"]) == pytest.approx(0.5, abs=1e-6)
 
 
-def test_roc_auc_matches_pairwise_count_with_ties():
-    rng = np.random.default_rng(5)
-    scores = rng.integers(0, 6, size=300).astype(np.float32)
-    positive = rng.random(300) < 0.4
-    diff = scores[positive][:, None] - scores[~positive][None, :]
-    expected = ((diff > 0) + 0.5 * (diff == 0)).mean()
-    assert float(ace.roc_auc(jnp.asarray(scores), jnp.asarray(positive))) == pytest.approx(
-        expected, abs=1e-6)
-
-
 # ---- identify ---------------------------------------------------------------------------------
 def test_markov_operator_recovers_eigenvalues_of_a_linear_system():
     rng = np.random.default_rng(6)

@@ -19,7 +19,8 @@ from experiments.assign_add.configs import sweep_f, tiny
 from mechjax.analysis import assign_add_mech as mech
 from mechjax.model import apply, init_params
 from mechjax.tasks import assign_add as aa
-from mechjax.train import Trainer, cross_entropy
+from mechjax.metrics import cross_entropy
+from mechjax.train import Trainer
 
 SMALL = dict(d_model=16, d_mlp=32)
 
@@ -45,7 +46,7 @@ def test_qk2_gradient_is_the_chain_rule_factor_of_the_weight_gradients():
     tokens, labels = seqs["tokens"], seqs["label"]
 
     def loss(p):
-        return cross_entropy(apply(p, tokens, cfg)[:, -1], labels)[0]
+        return cross_entropy(apply(p, tokens, cfg)[:, -1], labels)
 
     g, grads = jax.jit(lambda p: (an.qk2_gradient(p, tokens, labels, cfg), jax.grad(loss)(p)))(
         params)

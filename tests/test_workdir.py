@@ -1,10 +1,9 @@
 import json
 import os
 
-import numpy as np
 import pytest
 
-from mechjax.workdir import WorkdirError, prepare, to_jsonable, write_json
+from mechjax.workdir import WorkdirError, prepare
 
 
 def test_same_config_resumes_and_different_config_is_refused(tmp_path):
@@ -24,10 +23,3 @@ def test_outputs_without_config_are_refused(tmp_path):
     os.makedirs(tmp_path / "checkpoints")
     with pytest.raises(WorkdirError, match="no config.json"):
         prepare(str(tmp_path), {"a": 1})
-
-
-def test_json_of_numpy_values(tmp_path):
-    value = {"x": np.float32(0.5), "y": np.arange(3), "z": float("nan"), "t": (1, np.int64(2))}
-    assert to_jsonable(value) == {"x": 0.5, "y": [0, 1, 2], "z": None, "t": [1, 2]}
-    write_json(str(tmp_path / "s.json"), value)
-    assert json.load(open(tmp_path / "s.json"))["y"] == [0, 1, 2]

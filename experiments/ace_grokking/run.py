@@ -31,7 +31,7 @@ from mechjax.plots import grokking as plots
 from mechjax.sweep import log, run_sweep
 from mechjax.tasks import modular
 from mechjax.train import make_train
-from mechjax.workdir import write_json
+from mechjax.io import write_json
 
 TOP_KEYS = {"n_seeds", "seed_offset", "task", "model", "train", "hparams", "branch",
             "checkpoints", "ace"}

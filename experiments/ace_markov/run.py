@@ -25,7 +25,7 @@ from mechjax.plots import curves
 from mechjax.sweep import log, run_sweep, save_metrics
 from mechjax.tasks import markov
 from mechjax.train import make_train
-from mechjax.workdir import write_json
+from mechjax.io import write_json
 
 HOOK = "blocks.0.hook_resid_post"  # the block output, every position
 CHANCE = 1.0 / markov.N_STATES

@@ -42,7 +42,7 @@ from mechjax.config import ModelConfig
 from mechjax.hooks import run_with_hooks
 from mechjax.model import Params, _identity_hook, apply, mlp, unembed
 from mechjax.tasks import assign_add as aa
-from mechjax.train import cross_entropy
+from mechjax.metrics import accuracy, cross_entropy
 
 GRAD_KEY = 7919  # fold_in constant of the fixed QK2-gradient batch (separate from pool keys)
 
@@ -68,7 +68,7 @@ def ov_mlp_accuracy(params: Params, cfg: ModelConfig) -> jax.Array:
     w_e = params["embed.W_E"]
     x = (w_e[n] + w_e[m]) @ ov_matrix(params, 1)  # [3481, d]
     logits = unembed(params, x + mlp(params, 1, x, cfg, _identity_hook), cfg, _identity_hook)
-    return jnp.mean(jnp.argmax(logits, -1) == (n + m) % aa.P)
+    return accuracy(logits, (n + m) % aa.P)
 
 
 def qk2_gradient(params: Params, tokens: jax.Array, labels: jax.Array, cfg: ModelConfig,
@@ -82,7 +82,7 @@ def qk2_gradient(params: Params, tokens: jax.Array, labels: jax.Array, cfg: Mode
     def loss_of(eps):
         logits, cache = run_with_hooks(params, tokens, cfg, {scores_name: lambda s: s + eps},
                                        names_filter=input_name)
-        return cross_entropy(logits[:, -1], labels)[0], cache[input_name]
+        return cross_entropy(logits[:, -1], labels), cache[input_name]
 
     eps = jnp.zeros((b, cfg.n_heads, p, p), jnp.float32)
     g, x = jax.grad(loss_of, has_aux=True)(eps)

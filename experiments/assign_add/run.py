@@ -27,7 +27,7 @@ from mechjax.plots import assign_add as plots
 from mechjax.sweep import log, run_sweep, save_metrics
 from mechjax.tasks import assign_add as aa
 from mechjax.train import Trainer, make_train
-from mechjax.workdir import write_json
+from mechjax.io import write_json
 
 TOP_KEYS = {"n_seeds", "seed_offset", "chunk_evals", "task", "model", "train", "hparams",
             "analysis", "phases"}

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax import experiment
+from mechjax import experiment, metrics
 from mechjax.analysis import grokking_law as gl
 from mechjax.config import ConfigError
 from mechjax.model import forward
@@ -29,7 +29,7 @@ from mechjax.plots.grokking_law import grokking_law_figure
 from mechjax.sweep import log, run_sweep, seed_mesh, sweep_program
 from mechjax.tasks import modular
 from mechjax.train import Trainer, TrainConfig, make_train
-from mechjax.workdir import write_json
+from mechjax.io import write_json
 
 TOP_KEYS = {"n_seeds", "seed_offset", "threshold", "stop_when_all_grokked", "task", "model",
             "train", "hparams", "omega_sweep", "p_sweep", "benchmark"}
@@ -80,10 +80,9 @@ def split_accuracy_eval(task, model_cfg):
     def eval_fn(params, task_params, eval_key):
         batch = everything(eval_key, task_params)
         logits = forward(params, batch["tokens"], model_cfg)[:, -1]   # no key: dropout off
-        correct = (logits.argmax(-1) == batch["labels"]).astype(jnp.float32)
         train = batch["weights"]
-        return {"acc/train": (correct * train).sum() / jnp.maximum(train.sum(), 1.0),
-                "acc/test": (correct * (1 - train)).sum() / jnp.maximum((1 - train).sum(), 1.0)}
+        return {"acc/train": metrics.accuracy(logits, batch["labels"], train),
+                "acc/test": metrics.accuracy(logits, batch["labels"], 1 - train)}
 
     return eval_fn
 

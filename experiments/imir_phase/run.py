@@ -32,7 +32,7 @@ from mechjax.config import ConfigError
 from mechjax.plots import imir as plots
 from mechjax.sweep import log
 from mechjax.tasks import blocklist as bl
-from mechjax.workdir import write_json
+from mechjax.io import write_json
 
 EMERGENCE_LEVEL = 0.5  # coordinates start at 0.1: a move of 0.5 is well past the start
 KEYS = {

@@ -15,7 +15,7 @@ from mechjax.plots import curves, heatmaps
 from mechjax.sweep import log, run_sweep, save_metrics
 from mechjax.tasks import modular
 from mechjax.train import make_train
-from mechjax.workdir import write_json
+from mechjax.io import write_json
 
 
 

@@ -35,6 +35,7 @@ import jax.numpy as jnp
 from mechjax import linalg
 from mechjax.config import ModelConfig
 from mechjax.hooks import project_onto, run_with_cache, run_with_hooks
+from mechjax.metrics import accuracy, cross_entropy, roc_auc
 from mechjax.model import Params
 
 Array = jax.Array
@@ -309,39 +310,6 @@ def centred_hook(basis: Array, mean: Array, mode: Literal["keep", "remove", "fli
         return h.at[:, position].set((new + mean).astype(h.dtype))
 
     return fn
-
-
-def accuracy(logits: Array, labels: Array, weights: Array | None = None) -> Array:
-    """Weighted mean of ``argmax(logits) == labels``. ``logits [..., V]``, ``labels [...]``."""
-    hit = (jnp.argmax(logits, -1) == labels).astype(jnp.float32)
-    w = jnp.ones_like(hit) if weights is None else weights.astype(jnp.float32)
-    return (hit * w).sum() / jnp.maximum(w.sum(), 1e-12)
-
-
-def cross_entropy(logits: Array, labels: Array, weights: Array | None = None) -> Array:
-    """Weighted mean cross-entropy. ``logits [..., V]``, ``labels [...]``."""
-    logp = jax.nn.log_softmax(logits.astype(jnp.float32), -1)
-    nll = -jnp.take_along_axis(logp, labels[..., None], -1)[..., 0]
-    w = jnp.ones_like(nll) if weights is None else weights.astype(jnp.float32)
-    return (nll * w).sum() / jnp.maximum(w.sum(), 1e-12)
-
-
-@jax.jit
-def roc_auc(scores: Array, positive: Array) -> Array:
-    """ROC-AUC of ``scores [N]`` for the bool labels ``positive [N]`` (ties count one half).
-
-    Mann-Whitney form with mid-ranks: O(N log N), no N x N matrix.
-    """
-    scores = _float(scores)
-    pos = positive.astype(bool)
-    srt = jnp.sort(scores)
-    lo = jnp.searchsorted(srt, scores, side="left")
-    hi = jnp.searchsorted(srt, scores, side="right")
-    ranks = 0.5 * (lo + hi + 1)  # 1-based mid-rank
-    n_pos = pos.sum()
-    n_neg = pos.shape[0] - n_pos
-    u = jnp.where(pos, ranks, 0.0).sum() - n_pos * (n_pos + 1) / 2
-    return u / jnp.maximum(n_pos * n_neg, 1)
 
 
 def _read(logits: Array, labels: Array, weights: Array | None, readout: int | None):

@@ -45,6 +45,7 @@ import jax.numpy as jnp
 from mechjax import linalg
 from mechjax.config import ModelConfig
 from mechjax.hooks import run_with_cache, run_with_hooks
+from mechjax.metrics import accuracy
 from mechjax.model import Params
 from mechjax.tasks import assign_add as aa
 
@@ -124,7 +125,7 @@ def qk1_prev_token_fraction(params: Params, cfg: ModelConfig | None = None,
         n = scores.shape[0]
         scores = jnp.where(jnp.eye(n, dtype=bool), -jnp.inf, scores)
     q = jnp.arange(1, aa.PREFIX_LEN)  # prefix queries with a previous token
-    return jnp.mean(jnp.argmax(scores[q], axis=-1) == q - 1)
+    return accuracy(scores[q], q - 1)
 
 
 def variable_qk2(params: Params, cfg: ModelConfig | None = None) -> jax.Array:
@@ -136,7 +137,7 @@ def variable_qk2(params: Params, cfg: ModelConfig | None = None) -> jax.Array:
 
 def qk2_diagonal_fraction(params: Params, cfg: ModelConfig | None = None) -> jax.Array:
     """Share of the 12 variables whose ``variable_qk2`` row peaks on the diagonal."""
-    return jnp.mean(jnp.argmax(variable_qk2(params, cfg), axis=-1) == jnp.arange(aa.N_VARS))
+    return accuracy(variable_qk2(params, cfg), jnp.arange(aa.N_VARS))
 
 
 # ================================================================================================
@@ -173,9 +174,8 @@ def ov_mlp_logits(params: Params, cfg: ModelConfig | None = None) -> jax.Array:
 
 def ov_mlp_accuracy(params: Params, cfg: ModelConfig | None = None) -> jax.Array:
     """Share of the 3481 pairs the OV2 -> MLP2 -> W_U path adds correctly."""
-    pred = jnp.argmax(ov_mlp_logits(params, cfg), axis=-1)
     n, m = jnp.meshgrid(jnp.arange(aa.P), jnp.arange(aa.P), indexing="ij")
-    return jnp.mean(pred == (n + m) % aa.P)
+    return accuracy(ov_mlp_logits(params, cfg), (n + m) % aa.P)
 
 
 # ================================================================================================
@@ -234,8 +234,7 @@ def ridge_probe_accuracy(features: jax.Array, labels: jax.Array, mask: jax.Array
     gram = (x * w_tr).T @ x
     reg = ridge * jnp.trace(gram) / gram.shape[0]
     coef = linalg.solve(gram + reg * jnp.eye(gram.shape[0], dtype=x.dtype), (x * w_tr).T @ y)
-    pred = jnp.argmax(x @ coef, axis=-1)
-    return jnp.sum((pred == labels) & test) / jnp.maximum(jnp.sum(test), 1)
+    return accuracy(x @ coef, labels, test)
 
 
 def variable_probe_accuracy(params: Params, data: ProbeData, cfg: ModelConfig | None = None,

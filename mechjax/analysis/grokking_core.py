@@ -33,6 +33,7 @@ from mechjax.analysis.curves import first_crossing
 
 from mechjax.analysis import ace
 from mechjax.config import ModelConfig
+from mechjax.metrics import accuracy
 from mechjax.model import Params
 
 Array = jax.Array
@@ -82,10 +83,6 @@ def first_at_least(values: np.ndarray, xs: Sequence[float], threshold: float) ->
 # ------------------------------------------------------------------------------------------------
 # Causal scan through a linear tail
 # ------------------------------------------------------------------------------------------------
-def _acc(logits: Array, labels: Array) -> Array:
-    return jnp.mean((jnp.argmax(logits, -1) == labels).astype(logits.dtype))
-
-
 @jax.jit
 def linear_tail_scan(h: Array, basis: Array, w_u: Array, b_u: Array, labels: Array,
                      ) -> tuple[Array, Array, Array]:
@@ -99,16 +96,17 @@ def linear_tail_scan(h: Array, basis: Array, w_u: Array, b_u: Array, labels: Arr
     z = h @ basis                     # [N, D] core coordinates
     g = basis.T @ w_u                 # [D, V] each direction's effect on the logits
     full_logits = h @ w_u + b_u
+    acc = lambda logits: accuracy(logits, labels, dtype=logits.dtype)  # float64 under x64
 
     def step(partial, i):
-        out = (_acc(partial + b_u, labels), _acc(full_logits - partial, labels))
+        out = (acc(partial + b_u), acc(full_logits - partial))
         return partial + z[:, i, None] * g[i][None, :], out
 
     last, (only, removed) = jax.lax.scan(step, jnp.zeros_like(full_logits),
                                          jnp.arange(h.shape[1]))
-    only = jnp.append(only, _acc(last + b_u, labels))
-    removed = jnp.append(removed, _acc(full_logits - last, labels))
-    return only, removed, _acc(full_logits, labels)
+    only = jnp.append(only, acc(last + b_u))
+    removed = jnp.append(removed, acc(full_logits - last))
+    return only, removed, acc(full_logits)
 
 
 # ------------------------------------------------------------------------------------------------

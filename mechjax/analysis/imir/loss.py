@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from mechjax.config import ModelConfig
+from mechjax.metrics import accuracy, token_nll
 from mechjax.model import forward
 
 Params = Mapping[str, jax.Array]
@@ -20,8 +21,7 @@ Params = Mapping[str, jax.Array]
 
 def _weighted_ce_sum(params: Params, cfg: ModelConfig, tokens, labels, weights):
     logits = forward(dict(params), tokens, cfg)
-    logp = jax.nn.log_softmax(logits.astype(jnp.result_type(logits.dtype, weights.dtype)), -1)
-    ce = -jnp.take_along_axis(logp, labels[..., None], -1)[..., 0]
+    ce = token_nll(logits, labels, jnp.result_type(logits.dtype, weights.dtype))
     return jnp.sum(weights * ce), jnp.sum(weights)
 
 
@@ -50,5 +50,4 @@ def readout_accuracy(params: Params, cfg: ModelConfig, batch: Mapping[str, jax.A
                      ) -> jax.Array:
     """Weighted accuracy of the argmax prediction at the weighted positions."""
     logits = forward(dict(params), batch["tokens"], cfg)
-    hit = (jnp.argmax(logits, -1) == batch["labels"]).astype(batch["weights"].dtype)
-    return jnp.sum(batch["weights"] * hit) / jnp.sum(batch["weights"])
+    return accuracy(logits, batch["labels"], batch["weights"], dtype=batch["weights"].dtype)

@@ -1,0 +1,31 @@
+"""seed_stats: the per-seed summary schema, with never-reached seeds counted and left out."""
+import json
+
+import numpy as np
+import pytest
+
+from mechjax.analysis.seeds import STAT_KEYS, seed_stats
+from mechjax.io import to_jsonable
+
+
+def test_statistics_leave_out_and_count_the_seeds_without_a_value():
+    s = seed_stats([100.0, np.nan, 300.0, np.inf, None])
+    assert set(s) == set(STAT_KEYS)
+    assert s["mean"] == 200.0 and s["std"] == 100.0 and s["min"] == 100.0 and s["max"] == 300.0
+    assert s["n"] == 2 and s["n_never"] == 3
+    assert s["per_seed"] == [100.0, None, 300.0, None, None]
+
+
+def test_integers_stay_integers_and_all_never_gives_none():
+    s = seed_stats(np.array([3, 5, 4]))
+    assert s["per_seed"] == [3, 5, 4] and all(type(v) is int for v in s["per_seed"])
+    assert s["mean"] == 4.0 and s["std"] == pytest.approx(np.sqrt(2 / 3))
+    empty = seed_stats([np.nan, np.nan])
+    assert empty["mean"] is None and empty["max"] is None and empty["n_never"] == 2
+    # The whole thing is plain JSON.
+    assert json.loads(json.dumps(to_jsonable(s)))["per_seed"] == [3, 5, 4]
+
+
+def test_more_than_one_axis_is_refused():
+    with pytest.raises(ValueError, match="one value per seed"):
+        seed_stats(np.zeros((2, 3)))
