@@ -28,16 +28,6 @@ def test_grok_times_on_constructed_curves():
     np.testing.assert_array_equal(out.grokked, [True, True, False, True])
 
 
-def test_first_crossing_uses_the_step_axis_and_ignores_nan():
-    steps = np.array([10, 20, 30, 40])
-    vals = np.array([[0.2, np.nan, 0.995, 1.0], [0.99, 0.2, 0.2, 0.2], [np.nan] * 4])
-    out = gl.first_crossing(steps, vals, 0.99)
-    np.testing.assert_array_equal(out[:2], [30, 10])  # exactly the threshold counts
-    assert np.isnan(out[2])
-    with pytest.raises(ValueError, match="evaluations"):
-        gl.first_crossing(steps[:3], vals, 0.99)
-
-
 def test_power_law_recovers_planted_exponent_with_noise():
     rng = np.random.default_rng(0)
     omegas = np.repeat([0.3, 0.5, 1.0, 1.5, 2.0, 3.0], 12)
