@@ -75,3 +75,18 @@ def test_solvers_match_jnp():
 def test_too_few_dimensions_is_a_clear_error():
     with pytest.raises(ValueError, match="at least"):
         linalg.svd(jnp.ones(3))
+
+
+def test_no_module_calls_a_batched_lapack_decomposition_directly():
+    """Every decomposition in mechjax and experiments goes through mechjax.linalg (issue 17)."""
+    import pathlib
+    root = pathlib.Path(__file__).resolve().parent.parent
+    pattern = re.compile(r"\b(jnp|jax\.numpy)\.linalg\.(svd|eigh|eigvalsh|eig|eigvals|qr|lstsq|"
+                         r"cholesky|solve|inv|pinv|det|slogdet|matrix_rank)\b|jax\.scipy\.linalg\.|"
+                         r"jax\.lax\.linalg\.")
+    offenders = [f"{path.relative_to(root)}:{n}"
+                 for folder in ("mechjax", "experiments", "examples")
+                 for path in sorted((root / folder).rglob("*.py")) if path.name != "linalg.py"
+                 for n, line in enumerate(path.read_text().splitlines(), 1)
+                 if pattern.search(line.split("#")[0])]
+    assert not offenders, f"use mechjax.linalg instead of jnp.linalg at {offenders}"
