@@ -238,6 +238,27 @@ def test_rank_scans():
     assert int(ace.r_suf(only, 0.9995)) == 2
 
 
+def test_linear_tail_scan_matches_hook_scan():
+    from mechjax.analysis import grokking_core as gc
+    from mechjax.model import init_params
+    p = 7
+    cfg = gc.spec_model_config(p, d_model=8, n_heads=2, d_mlp=16, dropout=0.0)
+    params = init_params(jax.random.PRNGKey(0), cfg)
+    a, b = np.meshgrid(np.arange(p), np.arange(p), indexing="ij")
+    tokens = jnp.asarray(np.stack([a.ravel(), b.ravel()], 1), jnp.int32)
+    labels = (tokens[:, 0] + tokens[:, 1]) % p
+    basis, _ = jnp.linalg.qr(jax.random.normal(jax.random.PRNGKey(1), (8, 8)))
+    h = ace.activations(params, tokens, cfg, gc.HOOK, position=-1)
+    only, removed, full = ace.linear_tail_scan(h, basis, params["unembed.W_U"],
+                                               params["unembed.b_U"], labels)
+    ref_only, ref_removed = ace.causal_scan(params, tokens, labels, cfg, gc.HOOK, basis,
+                                            readout=-1)
+    np.testing.assert_allclose(only, ref_only, atol=1e-6)
+    np.testing.assert_allclose(removed, ref_removed, atol=1e-6)
+    assert float(full) == pytest.approx(float(ref_removed[0]))  # rank 0 removes nothing
+    assert float(only[-1]) == pytest.approx(float(full), abs=1e-6)  # the full basis keeps all
+
+
 def test_validate_centred_llm_interventions():
     cfg, params, tokens = tiny_model(2)
     name = "blocks.1.hook_resid_post"  # the tail to the last-position logits is affine

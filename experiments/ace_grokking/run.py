@@ -5,8 +5,9 @@ analysis per branch, and write figures and summary.json.
 
 Data flow: config -> (task, trainers, schedule) -> run_sweep (weight decay 1, parameter snapshots
 at the checkpoint epochs via ``on_state``) -> run_sweep from the ``branch.epoch`` snapshot (weight
-decay 0) -> snapshots stacked [checkpoints, seeds, ...] -> grokking_core.analyse_stack (seeds
-vmapped, checkpoints lax.map'ed in vmapped batches) -> summary, figures.
+decay 0) -> snapshots stacked [checkpoints, seeds, ...] -> ace.analyse_stack of
+grokking_core.core_pipeline (seeds vmapped, checkpoints lax.map'ed in vmapped batches) ->
+summary, figures.
 
 Clock: one epoch is ``ceil(n_train / batch_size)`` optimizer steps (full batch: one step); each
 step draws a fresh random minibatch of the training pairs without replacement (not a per-epoch
@@ -15,7 +16,6 @@ parameter snapshots) makes a crashed run resume where it stopped.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from typing import Any
@@ -25,7 +25,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechjax import experiment
+from mechjax.analysis import ace
 from mechjax.analysis import grokking_core as gc
+from mechjax.analysis import grokking_dynamics as gd
 from mechjax.config import ConfigError
 from mechjax.plots import grokking as plots
 from mechjax.sweep import log, run_sweep
@@ -43,7 +45,7 @@ BRANCH_KEYS = {"epoch", "weight_decay"}
 CHECKPOINT_KEYS = {"dense_every", "dense_until", "sparse_every"}
 ACE_KEYS = {"tau", "rel_tol", "holdout_frac", "holdout_start", "float64", "checkpoint_batch",
             "clock_epochs", "grok_threshold"}
-BRANCHES = ("wd1", "wd0")  # names of the main run and the branch in files and summary keys
+BRANCHES = gd.BRANCHES
 
 
 # ------------------------------------------------------------------------------------------------
@@ -186,93 +188,25 @@ def _sweep_metrics(result, epoch0: int, spe: int) -> dict[str, np.ndarray]:
 
 
 # ------------------------------------------------------------------------------------------------
-# Summary helpers
+# Summary
 # ------------------------------------------------------------------------------------------------
-def _stats(values) -> dict[str, Any]:
-    """Mean/std over the seeds that have a value; per-seed list keeps None for the others."""
-    per = [None if v is None or (isinstance(v, float) and not np.isfinite(v)) else v
-           for v in values]
-    got = np.asarray([v for v in per if v is not None], float)
-    return {"mean": float(got.mean()) if got.size else None,
-            "std": float(got.std()) if got.size else None,
-            "n": int(got.size), "per_seed": per}
-
-
 def _np(stats: gc.CoreStats) -> dict[str, np.ndarray]:
     return {k: np.asarray(v) for k, v in stats._asdict().items()}
 
 
-def _on_circle_fraction(s: dict[str, np.ndarray]) -> np.ndarray:
-    """[C, n]: fraction of the kept shift eigenvalues that lie on the unit circle."""
-    d = s["on_circle"].shape[-1]
-    kept = np.arange(d) < s["n_directions"][..., None]
-    return (s["on_circle"] & kept).sum(-1) / np.maximum(kept.sum(-1), 1)
-
-
 def summarize(b: dict[str, Any], m: dict[str, dict], s: dict[str, dict], epochs: dict[str, list],
               seeds: list[int]) -> dict[str, Any]:
-    thr = float(b["ace"]["grok_threshold"])
-    e1 = epochs["wd1"]
-    s1, s0 = s["wd1"], s["wd0"]
-    test_ckpt = s1["acc_full"].T                                    # [n, C] test accuracy
-    grok = gc.first_at_least(test_ckpt, e1, thr)
-    mem = gc.first_at_least(m["wd1"]["acc/train"], list(m["wd1"]["epoch"]), thr)
-    grok_eval = gc.first_at_least(m["wd1"]["acc/test"], list(m["wd1"]["epoch"]), thr)
-    gi = [None if g is None else e1.index(g) for g in grok]
-    circ1 = _on_circle_fraction(s1)
-
-    def at(arr, offset=0, cast=float):
-        out = []
-        for i, g in enumerate(gi):
-            c = None if g is None else g + offset
-            out.append(None if c is None or not 0 <= c < arr.shape[0] else cast(arr[c, i]))
-        return out
-
-    last = lambda arr, cast=float: [cast(v) for v in arr[-1]]
-    summary = {
+    """This run's setup, then ``grokking_dynamics.summarize``'s numbers."""
+    return {
         "n_seeds": len(seeds), "seeds": seeds, "p": b["p"], "n_train": b["n_train"],
         "n_test": b["p"] ** 2 - b["n_train"], "steps_per_epoch": b["steps_per_epoch"],
         "epoch_definition": (f"one epoch = ceil(n_train / batch) = {b['steps_per_epoch']} "
                              "optimizer step(s)"),
-        "checkpoint_epochs": {"wd1": e1, "wd0": epochs["wd0"]},
+        "checkpoint_epochs": {"wd1": epochs["wd1"], "wd0": epochs["wd0"]},
         "branch_epoch": b["branch"]["epoch"],
-        "grok_epoch": _stats(grok),
-        "grok/never_seeds": [sd for sd, g in zip(seeds, grok) if g is None],
-        "grok/n_grokked": int(sum(g is not None for g in grok)),
-        "grok_epoch/eval_grid": _stats(grok_eval),
-        "memorization_epoch": _stats(mem),
-        "core_dim/at_grok": _stats(at(s1["core_dim"], cast=int)),
-        "core_dim/before_grok": _stats(at(s1["core_dim"], -1, int)),
-        "core_dim/final_wd1": _stats(last(s1["core_dim"], int)),
-        "core_dim/final_wd0": _stats(last(s0["core_dim"], int)),
-        "core_dim/max_possible": int(b["model_cfg"].d_model),
-        "modes/at_grok": _stats(at(s1["n_rotational"], cast=int)),
-        "modes/final_wd1": _stats(last(s1["n_rotational"], int)),
-        "modes/final_wd0": _stats(last(s0["n_rotational"], int)),
-        "modes/max_possible": gc.max_rotational_modes(b["p"]),
-        "r2_heldout/before_grok": _stats(at(s1["heldout_r2"], -1)),
-        "r2_heldout/after_grok": _stats(at(s1["heldout_r2"])),
-        "r2_heldout/final_wd1": _stats(last(s1["heldout_r2"])),
-        "r2_heldout/final_wd0": _stats(last(s0["heldout_r2"])),
-        "eig/on_circle_fraction_before_grok": _stats(at(circ1, -1)),
-        "eig/on_circle_fraction_after_grok": _stats(at(circ1)),
-        "r_nec/final_wd1": _stats(last(s1["r_nec"], int)),
-        "r_suf/final_wd1": _stats(last(s1["r_suf"], int)),
-        "redundancy_gap/at_grok": _stats([None if a is None else a - c for a, c in zip(
-            at(s1["r_nec"], cast=int), at(s1["r_suf"], cast=int))]),
-        "redundancy_gap/final_wd1": _stats(last(s1["r_nec"] - s1["r_suf"], int)),
-        "redundancy_gap/final_wd0": _stats(last(s0["r_nec"] - s0["r_suf"], int)),
-        "acc/test_final_wd1": _stats(last(s1["acc_full"])),
-        "acc/test_final_wd0": _stats(last(s0["acc_full"])),
-        "acc/core_only_final_wd1": _stats(last(s1["acc_core_only"])),
-        "acc/core_removed_final_wd1": _stats(last(s1["acc_core_removed"])),
-        "acc/core_only_at_grok": _stats(at(s1["acc_core_only"])),
-        "acc/core_removed_at_grok": _stats(at(s1["acc_core_removed"])),
-        "acc/chance": 1.0 / b["p"],
-        "diverged_seeds": {name: [sd for sd, ok in zip(seeds, m[name]["finite"][:, -1]) if not ok]
-                           for name in BRANCHES},
+        **gd.summarize(m, s, epochs, seeds, b["p"], b["model_cfg"].d_model,
+                       b["ace"]["grok_threshold"]),
     }
-    return summary
 
 
 # ------------------------------------------------------------------------------------------------
@@ -321,10 +255,11 @@ def _analyse(b: dict, workdir: str) -> tuple[dict, dict, dict]:
     rows = np.asarray(test["weights"]) > 0
     tokens = jnp.asarray(np.asarray(test["tokens"])[rows])
     labels = jnp.asarray(np.asarray(test["labels"])[rows])
-    precision = jax.enable_x64(True) if ace_cfg["float64"] else contextlib.nullcontext()
-    dtype = jnp.float64 if ace_cfg["float64"] else jnp.float32
+    pipe = gc.core_pipeline(float(ace_cfg["tau"]), float(ace_cfg["rel_tol"]),
+                            int(ace_cfg["holdout_start"]), float(ace_cfg["holdout_frac"]),
+                            bool(ace_cfg["float64"]))
     stats, timing = {}, {}
-    with precision:
+    with ace.precision(pipe.float64):
         for name in BRANCHES:
             files = [_snapshot_path(workdir, "wd1" if e == b_epoch or name == "wd1" else name, e)
                      for e in epochs[name]]
@@ -333,12 +268,9 @@ def _analyse(b: dict, workdir: str) -> tuple[dict, dict, dict]:
             log(f"ACE ({name}): {len(files)} checkpoints x {len(b['seeds'])} seeds x "
                 f"{tokens.shape[0]} test pairs, one batched call")
             t0 = time.perf_counter()
-            out = gc.analyse_stack(params, tokens, labels, b["model_cfg"], gc.HOOK, dtype,
-                                   ace_cfg["checkpoint_batch"], tau=float(ace_cfg["tau"]),
-                                   rel_tol=float(ace_cfg["rel_tol"]),
-                                   holdout_start=int(ace_cfg["holdout_start"]),
-                                   holdout_frac=float(ace_cfg["holdout_frac"]))
-            stats[name] = _np(jax.block_until_ready(out))
+            out = ace.analyse_stack(params, ace.Inputs(tokens, labels), b["model_cfg"], pipe,
+                                    ace_cfg["checkpoint_batch"])
+            stats[name] = _np(gc.core_stats(jax.block_until_ready(out)))
             timing[f"ace/seconds_{name}"] = time.perf_counter() - t0
     return stats, epochs, timing
 

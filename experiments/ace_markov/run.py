@@ -1,17 +1,15 @@
 """The Markov-chain cores job (SPEC 2.5): train many seeds in one program, run ACE on every seed as
 one batched call, compare the cores across seeds, write figures and summary.json.
 
-Data flow: config -> (task, trainer) -> run_sweep -> stacked params [n_seeds, ...] ->
-``analyse`` vmapped over seeds (activations, tail Jacobians, extraction, validation, operator
-fit) -> seeds x seeds comparisons -> figures and summary.
+Stages: build (config -> task, trainer) -> train (run_sweep; stacked params [n_seeds, ...]) ->
+ace_inputs (test set, Jacobian samples) -> analyse_tails (``ace.analyse_seeds`` per tail, timed;
+``markov_cores.summarize_cores``) -> summary -> figures.
 """
 from __future__ import annotations
 
-import contextlib
-import itertools
 import os
 import time
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -19,11 +17,13 @@ import numpy as np
 
 from mechjax import experiment
 from mechjax.analysis import ace
-from mechjax.config import ConfigError, ModelConfig
+from mechjax.analysis import markov_cores
+from mechjax.config import ConfigError
 from mechjax.plots import ace as ace_plots
 from mechjax.plots import curves
 from mechjax.sweep import log, run_sweep, save_metrics
 from mechjax.tasks import markov
+from mechjax.timing import batched_over_seeds, loop_over_seeds
 from mechjax.train import make_train
 from mechjax.io import write_json
 
@@ -33,11 +33,10 @@ TOP_KEYS = {"n_seeds", "seed_offset", "chunk_evals", "task", "model", "train", "
 TASK_KEYS = {"data_seed", "n_train", "n_test", "batch_size"}
 ACE_KEYS = {"tau", "tails", "jac_samples", "jac_seed", "compare_dims", "float64",
             "time_per_seed_loop"}
-# The tail f from the block output to what the Jacobians differentiate. ``logits``: the linear
+# The tails of ``ace.Pipeline`` whose Jacobians run through the model. ``logits``: the linear
 # head, so every J_s = W_U^T and Obs = W_U W_U^T (SPEC 2.1's toy-model case). ``log_probs``:
-# log-softmax of the logits, J_s = (I - 1 p_s^T) W_U^T, which drops the one direction the output
-# distribution ignores (adding the same amount to every logit).
-TAILS = {"logits": None, "log_probs": jax.nn.log_softmax}
+# J_s = (I - 1 p_s^T) W_U^T, which drops the direction the output distribution ignores.
+TAILS = ("logits", "log_probs")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -85,190 +84,76 @@ def build(config):
 
 
 # ------------------------------------------------------------------------------------------------
-# ACE on one seed (pure; vmapped over seeds)
+# Stages
 # ------------------------------------------------------------------------------------------------
-def make_analysis(cfg: ModelConfig, tau: float, compare_dims: int, float64: bool,
-                  tail: str = "logits") -> Callable[..., dict[str, Any]]:
-    """``analyse(params, tokens, labels, jac_tokens, jac_pos)`` for one seed's ``params``.
-
-    ``tokens, labels [B, T]`` the test set; ``jac_tokens [S, T]`` and ``jac_pos [S]`` the
-    (sequence, position) pairs where the tail Jacobian is sampled. Returns the core, the three
-    accuracies (full, core only, core removed), the operator fit across positions and the first
-    ``compare_dims`` core coordinates of every activation (for CCA). ``tail``: a key of ``TAILS``.
-    """
-    out_fn = TAILS[tail]
-
-    def analyse(params, tokens, labels, jac_tokens, jac_pos):
-        dtype = jnp.float64 if float64 else jnp.float32
-        h = ace.activations(params, tokens, cfg, HOOK)                        # [B*T, D]
-        jac = ace.hook_jacobians(params, jac_tokens, cfg, HOOK, jac_pos,      # [S, K, D]
-                                 out_fn=out_fn)
-        core = ace.extract(h.astype(dtype), jac.astype(dtype), tau)
-        basis = core.core_basis                                               # [D, D] masked
-        acc = ace.validate(params, tokens, labels, cfg, HOOK, basis.astype(h.dtype))
-        z = (h.astype(dtype) @ basis).reshape(tokens.shape[0], tokens.shape[1], -1)
-        fit = ace.markov_operator(z, core.rank)
-        return {"core": core, "acc": acc, "fit": fit,
-                "z": z[..., :compare_dims].reshape(-1, compare_dims)}
-
-    return analyse
-
-
-def jacobian_samples(tokens: np.ndarray, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` distinct (sequence, position) pairs of ``tokens [B, T]``.
-
-    Returns ``(tokens [n, T], pos [n])``: the sequence of each pair and the position in it.
-    """
-    b, t = tokens.shape
-    flat = np.random.default_rng(seed).choice(b * t, size=n, replace=False)
-    return tokens[flat // t], (flat % t).astype(np.int32)
-
-
-def _timed_compile(fn, *args):
+def train(trainer, hparams, seeds: list[int], workdir: str, chunk_evals: int):
+    """All seeds as one sweep: ``(metrics {name: [n_seeds, n_evals]}, params [n_seeds, ...],
+    seconds)``."""
     t0 = time.perf_counter()
-    compiled = jax.jit(fn).lower(*args).compile()
-    return compiled, time.perf_counter() - t0
+    result = run_sweep(trainer, seeds, {k: [v] for k, v in hparams.items()}, workdir,
+                       chunk_evals=chunk_evals)
+    seconds = time.perf_counter() - t0
+    save_metrics(os.path.join(workdir, "metrics.npz"), result)
+    m = {k: v[:, 0] for k, v in result.metrics.items()}  # one grid point: [n_seeds, n_evals]
+    params = {k: jnp.asarray(v[:, 0]) for k, v in result.state.params.items()}  # [n_seeds, ...]
+    return m, params, seconds
 
 
-def _timed_call(compiled, *args):
-    t0 = time.perf_counter()
-    out = jax.block_until_ready(compiled(*args))
-    return out, time.perf_counter() - t0
+def ace_inputs(trainer, ace_cfg: dict) -> tuple[dict, ace.Inputs]:
+    """The test set and the (sequence, position) pairs where the tail Jacobians are sampled."""
+    test = trainer.task.eval_pools["test"](None, {})
+    tokens, labels = np.asarray(test["tokens"]), np.asarray(test["labels"])
+    jac_tokens, jac_pos = ace.jacobian_samples(tokens, ace_cfg["jac_samples"],
+                                               ace_cfg["jac_seed"])
+    return test, ace.Inputs(*(jnp.asarray(x) for x in (tokens, labels, jac_tokens, jac_pos)))
 
 
-def eigenvalue_errors(fitted: np.ndarray, true: np.ndarray) -> np.ndarray:
-    """Max |fitted - true| under the best matching, per seed. ``fitted [n, R]`` complex sorted by
-    decreasing modulus (the first ``len(true)`` are matched), ``true [k]``."""
-    k = len(true)
-    out = []
-    for row in fitted:
-        lead = row[:k]
-        out.append(min(np.max(np.abs(lead[list(p)] - true))
-                       for p in itertools.permutations(range(k))))
-    return np.asarray(out)
+def analyse_tails(params, inputs: ace.Inputs, cfg, ace_cfg: dict) -> dict[str, tuple]:
+    """Per tail: ACE on every seed as one batched call, then the cross-seed numbers.
 
-
-def _offdiag_mean(m: np.ndarray) -> float:
-    n = m.shape[0]
-    return float(m[~np.eye(n, dtype=bool)].mean()) if n > 1 else float("nan")
-
-
-def _stats(v: np.ndarray) -> dict[str, Any]:
-    v = np.asarray(v, float)
-    return {"mean": float(np.mean(v)), "std": float(np.std(v)), "per_seed": v}
+    The first tail also runs (with ``ace.time_per_seed_loop``) as a Python loop over seeds, for
+    the speed comparison; the two must agree.
+    """
+    by_tail = {}
+    with ace.precision(bool(ace_cfg["float64"])):
+        for i, tail in enumerate(ace_cfg["tails"]):
+            log(f"ACE ({tail} tail): {inputs.tokens.shape[0]} sequences x "
+                f"{inputs.tokens.shape[1]} positions, S={len(inputs.jac_pos)}, one batched call")
+            pipe = ace.Pipeline(hook_name=HOOK, tail=tail, validation="hooks", identify="markov",
+                                tau=float(ace_cfg["tau"]), float64=bool(ace_cfg["float64"]),
+                                keep_coords=ace_cfg["compare_dims"])
+            one = lambda p, x, pipe=pipe: ace.analyse(p, x, cfg, pipe)  # noqa: E731
+            out, t = batched_over_seeds(one, params, inputs)
+            timing = {"ace/batched_compile_seconds": t["compile_seconds"],
+                      "ace/batched_seconds": t["seconds"]}
+            log(f"ACE batched: {t['seconds']:.1f}s (+{t['compile_seconds']:.1f}s compile)")
+            if i == 0 and ace_cfg["time_per_seed_loop"]:
+                loop, t = loop_over_seeds(one, params, inputs)
+                timing.update({
+                    "ace/per_seed_compile_seconds": t["compile_seconds"],
+                    "ace/per_seed_loop_seconds": t["seconds"],
+                    "ace/loop_over_batched": t["seconds"] / timing["ace/batched_seconds"],
+                    "ace/loop_matches_batched": markov_cores.loop_matches_batched(out, loop)})
+                log(f"ACE per-seed loop: {t['seconds']:.1f}s "
+                    f"(+{t['compile_seconds']:.1f}s compile)")
+            stats, mats = markov_cores.summarize_cores(out, params, ace_cfg["compare_dims"],
+                                                       cfg.d_model)
+            by_tail[tail] = ({**stats, **timing}, mats)
+    return by_tail
 
 
 # ------------------------------------------------------------------------------------------------
 # The job
 # ------------------------------------------------------------------------------------------------
-def ace_all_seeds(analyse: Callable, params, data: tuple, time_loop: bool) -> tuple[dict, dict]:
-    """Run ``analyse`` on every seed as one compiled, vmapped call (timed, compile separately).
-
-    With ``time_loop`` the same computation also runs as a Python loop over seeds (one compiled
-    program called once per seed), for the speed comparison; the two must agree.
-    """
-    timing = {}
-    batched, timing["ace/batched_compile_seconds"] = _timed_compile(
-        jax.vmap(analyse, (0, None, None, None, None)), params, *data)
-    out, timing["ace/batched_seconds"] = _timed_call(batched, params, *data)
-    log(f"ACE batched: {timing['ace/batched_seconds']:.1f}s "
-        f"(+{timing['ace/batched_compile_seconds']:.1f}s compile)")
-    if time_loop:
-        n = jax.tree.leaves(params)[0].shape[0]
-        one = jax.tree.map(lambda x: x[0], params)
-        single, timing["ace/per_seed_compile_seconds"] = _timed_compile(analyse, one, *data)
-        ranks, accs, total = [], [], 0.0
-        for i in range(n):
-            res, dt = _timed_call(single, jax.tree.map(lambda x: x[i], params), *data)
-            total += dt
-            ranks.append(int(res["core"].rank))
-            accs.append([float(res["acc"][k]) for k in ("full", "core_only", "core_removed")])
-        timing["ace/per_seed_loop_seconds"] = total
-        timing["ace/loop_over_batched"] = total / timing["ace/batched_seconds"]
-        batched_acc = np.stack([np.asarray(out["acc"][k]) for k in ("full", "core_only",
-                                                                    "core_removed")], 1)
-        timing["ace/loop_matches_batched"] = bool(
-            np.array_equal(ranks, np.asarray(out["core"].rank))
-            and np.allclose(accs, batched_acc, atol=1e-4))
-        log(f"ACE per-seed loop: {total:.1f}s "
-            f"(+{timing['ace/per_seed_compile_seconds']:.1f}s compile)")
-    return out, timing
-
-
-def summarize_cores(out: dict, params, compare_dims: int, d_model: int) -> dict[str, Any]:
-    """Acceptance numbers of one ACE pass over all seeds, plus the seeds x seeds matrices."""
-    t1 = time.perf_counter()
-    ranks = out["core"].rank
-    overlap = np.asarray(ace.overlap_matrix(out["core"].basis, ranks))
-    cca_r = np.asarray(ace.cca_matrix(out["z"], jnp.minimum(ranks, compare_dims)))
-    cca_3 = np.asarray(ace.cca_matrix(out["z"][..., :min(3, compare_dims)], None,
-                                      min(3, compare_dims)))
-    cosine = np.asarray(ace.weight_cosine_matrix(params))
-    compare_seconds = time.perf_counter() - t1
-    out = jax.tree.map(np.asarray, {k: v for k, v in out.items() if k != "z"})
-
-    ranks = out["core"].rank.astype(int)
-    acc = {k: np.asarray(v, float) for k, v in out["acc"].items()}
-    lam = out["fit"].eigenvalues                                              # [n, D] complex
-    eig_err = eigenvalue_errors(lam, markov.true_eigenvalues()[1:])           # drop the 1
-    weights = out["core"].weights
-    energy = weights / np.maximum(weights.sum(-1, keepdims=True), 1e-300)
-    summary = {
-        "acc/full": _stats(acc["full"]),
-        "acc/core_only": _stats(acc["core_only"]),
-        "acc/core_removed": _stats(acc["core_removed"]),
-        "core/rank": ranks,
-        "core/rank3_fraction": float(np.mean(ranks == 3)),
-        "core/energy_top8": energy[:, :8],
-        "overlap/mean_offdiag": _offdiag_mean(overlap),
-        "overlap/chance": float(np.mean(ranks)) / d_model,
-        "cca/mean_offdiag": _offdiag_mean(cca_r),
-        "cca/top3_mean_offdiag": _offdiag_mean(cca_3),
-        "weight_cosine/mean_offdiag": _offdiag_mean(cosine),
-        "eig/fitted": [[[float(z.real), float(z.imag)] for z in row[:r]]
-                       for row, r in zip(lam, ranks)],
-        "eig/max_abs_error": eig_err,
-        "eig/within_0.03_fraction": float(np.mean(eig_err <= 0.03)),
-        "r2": _stats(out["fit"].r2),
-        "r2_over_oracle": _stats(out["fit"].r2_ratio),
-        "compare/seconds": compare_seconds,
-    }
-    matrices = {"overlap": overlap, "cca": cca_r, "cosine": cosine,
-                "eigenvalues": [row[:r] for row, r in zip(lam, ranks)], "acc": acc}
-    return summary, matrices
-
-
 def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     trainer, hparams, seeds, ace_cfg = build(config)
     experiment.start(workdir, config, overwrite)
     cfg = trainer.model_cfg
     log(f"ace_markov: {len(seeds)} seeds of {trainer.task.name} on {jax.device_count()} "
         f"device(s), {trainer.train_cfg.steps} steps")
-    t0 = time.perf_counter()
-    result = run_sweep(trainer, seeds, {k: [v] for k, v in hparams.items()}, workdir,
-                       chunk_evals=config.chunk_evals)
-    train_seconds = time.perf_counter() - t0
-    save_metrics(os.path.join(workdir, "metrics.npz"), result)
-    m = {k: v[:, 0] for k, v in result.metrics.items()}  # one grid point: [n_seeds, n_evals]
-    params = {k: jnp.asarray(v[:, 0]) for k, v in result.state.params.items()}  # [n_seeds, ...]
-
-    # ---- ACE on every seed: one batched (vmapped) call per tail --------------------------------
-    test = trainer.task.eval_pools["test"](None, {})
-    tokens, labels = np.asarray(test["tokens"]), np.asarray(test["labels"])
-    jac_tokens, jac_pos = jacobian_samples(tokens, ace_cfg["jac_samples"], ace_cfg["jac_seed"])
-    data = tuple(jnp.asarray(x) for x in (tokens, labels, jac_tokens, jac_pos))
-    precision = jax.enable_x64(True) if ace_cfg["float64"] else contextlib.nullcontext()
-    by_tail = {}
-    with precision:
-        for i, tail in enumerate(ace_cfg["tails"]):
-            log(f"ACE ({tail} tail): {len(seeds)} seeds x {tokens.size} activations, "
-                f"S={len(jac_pos)}, one batched call")
-            analyse = make_analysis(cfg, float(ace_cfg["tau"]), ace_cfg["compare_dims"],
-                                    bool(ace_cfg["float64"]), tail)
-            out, timing = ace_all_seeds(analyse, params, data,
-                                        i == 0 and bool(ace_cfg["time_per_seed_loop"]))
-            stats, mats = summarize_cores(out, params, ace_cfg["compare_dims"], cfg.d_model)
-            by_tail[tail] = ({**stats, **timing}, mats)
+    m, params, train_seconds = train(trainer, hparams, seeds, workdir, config.chunk_evals)
+    test, inputs = ace_inputs(trainer, ace_cfg)
+    by_tail = analyse_tails(params, inputs, cfg, ace_cfg)
 
     primary, mats = by_tail[ace_cfg["tails"][0]]
     bayes = float(markov.bayes_accuracy(test["tokens"], test["labels"]))
@@ -278,13 +163,13 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         "ace/tail": ace_cfg["tails"][0],
         "acc/optimal": bayes,
         "acc/chance": CHANCE,
-        "acc/train_final": _stats(m["acc/train"][:, -1]),
+        "acc/train_final": markov_cores.per_seed_stats(m["acc/train"][:, -1]),
         "eig/true": [[float(z.real), float(z.imag)] for z in markov.true_eigenvalues()[1:]],
         **primary,
         "tails": {name: {k: v for k, v in stats.items() if k not in _PER_SEED_DETAIL}
                   for name, (stats, _) in by_tail.items()},
-        "activations_per_seed": int(tokens.size),
-        "jacobian_samples": int(len(jac_pos)),
+        "activations_per_seed": int(inputs.tokens.size),
+        "jacobian_samples": int(len(inputs.jac_pos)),
         "train/seconds": train_seconds,
         "diverged_seeds": [s for s, ok in zip(seeds, m["finite"][:, -1]) if not ok],
     }

@@ -1,0 +1,237 @@
+"""The ACE pipeline on one model as one pure function -- read the activations and the tail,
+extract the core, validate it, identify its operator (SPEC 2.1-2.3) -- and the same batched over
+seeds, or over checkpoints x seeds, as one compiled program.
+
+``Pipeline`` says what to run (hook, tail, validation, identification and their options);
+``Inputs`` holds the data; ``analyse`` returns a ``Result``. ``analyse_seeds`` vmaps it over
+stacked parameters ``[n, ...]``; ``analyse_stack`` runs ``[C, n, ...]`` (checkpoints x seeds).
+``analyse_linear`` is the same pipeline from activations whose tail is a known linear readout
+(no model needed; used for planted activations and by ``analyse`` for the ``unembed`` tail).
+
+Float64 (SPEC 2.1): ``Pipeline(float64=True)`` casts the activations and Jacobians to float64;
+the whole call must run inside ``precision(True)`` (``jax.enable_x64``), see ``extract``.
+
+Shape legend: B sequences, T positions, N activations (B x T, or B at one position), D width,
+S Jacobian samples, V vocabulary (= P classes), n seeds, C checkpoints.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from mechjax.analysis.ace.basis import mask_basis
+from mechjax.analysis.ace.extract import (Core, Gramians, covariance, extract_from_gramians,
+                                          linear_observability, observability)
+from mechjax.analysis.ace.identify import MarkovFit, ShiftFit, class_means, cyclic_shift, \
+    markov_operator
+from mechjax.analysis.ace.reads import activations, hook_jacobians
+from mechjax.analysis.ace.validate import linear_tail_scan, r_nec, r_suf, validate
+from mechjax.config import ModelConfig
+from mechjax.model import Params
+
+Array = jax.Array
+
+# The tail f from the hooked activation to what Obs differentiates. ``unembed``: the activation
+# feeds the logits through ``h W_U + b`` (the last block's output without a final LayerNorm), so
+# Obs = W_U W_U^T exactly and every rank's intervention comes from one running sum. ``logits`` /
+# ``log_probs``: Jacobians of the rest of the model through hooks at sampled (sequence, position)
+# pairs; log-softmax drops the one direction the output distribution ignores (adding the same
+# amount to every logit).
+TAIL_OUTPUTS = {"logits": None, "log_probs": jax.nn.log_softmax}
+TAILS = ("unembed",) + tuple(TAIL_OUTPUTS)
+# ``hooks``: full / core-only / core-removed metric at the energy rank, intervening at every
+# position (uncentred, toy models). ``rank_scan``: both interventions at every rank through the
+# linear tail, then r_nec, r_suf and the core dimension max(r_energy, r_nec).
+VALIDATIONS = ("hooks", "rank_scan")
+# ``markov``: a linear operator across consecutive positions; ``cyclic_shift``: a shift operator
+# across the class means of the answers.
+IDENTIFICATIONS = ("markov", "cyclic_shift")
+
+
+@dataclasses.dataclass(frozen=True)
+class Pipeline:
+    """What ACE runs on one model (hashable: a static argument of the compiled pipeline).
+
+    hook_name:  where the activation ``H`` is read (``analyse`` only).
+    position:   None reads every position (``H [B*T, D]``, labels ``[B, T]``); an int reads that
+                position (``H [B, D]``, labels ``[B]``).
+    tail, validation, identify: one of ``TAILS``, ``VALIDATIONS``, ``IDENTIFICATIONS``.
+    tau:        the energy threshold of the rank.
+    float64:    cast activations and Jacobians to float64 (run inside ``precision(True)``).
+    keep_coords: keep the first this-many core coordinates of every activation (for CCA).
+    rel_tol, holdout_start, holdout_frac: options of ``cyclic_shift``.
+    suf_tol:    the tolerance of ``r_suf``.
+    """
+
+    hook_name: str = ""
+    position: int | None = None
+    tail: str = "logits"
+    validation: str = "hooks"
+    identify: str = "markov"
+    tau: float = 0.999
+    float64: bool = False
+    keep_coords: int = 0
+    rel_tol: float = 1e-3
+    holdout_start: int = 0
+    holdout_frac: float = 0.075
+    suf_tol: float = 1e-3
+
+    def __post_init__(self):
+        for name, value, allowed in (("tail", self.tail, TAILS),
+                                     ("validation", self.validation, VALIDATIONS),
+                                     ("identify", self.identify, IDENTIFICATIONS)):
+            if value not in allowed:
+                raise ValueError(f"Pipeline.{name}={value!r}: allowed {allowed}")
+        if self.validation == "rank_scan" and self.tail != "unembed":
+            raise ValueError(f"Pipeline.validation='rank_scan' with tail={self.tail!r}: the rank "
+                             "scan needs the linear tail, tail='unembed'")
+        if self.identify == "markov" and self.position is not None:
+            raise ValueError(f"Pipeline.identify='markov' with position={self.position!r}: the "
+                             "operator across positions needs every position (position=None)")
+        if not 0.0 < self.tau <= 1.0:
+            raise ValueError(f"Pipeline.tau={self.tau!r}: must be in (0, 1]")
+        if not isinstance(self.keep_coords, int) or self.keep_coords < 0:
+            raise ValueError(f"Pipeline.keep_coords={self.keep_coords!r}: a non-negative int")
+
+    @property
+    def dtype(self):
+        return jnp.float64 if self.float64 else jnp.float32
+
+
+def precision(float64: bool):
+    """The context an ACE call runs in: ``jax.enable_x64(True)`` for float64, else nothing."""
+    return jax.enable_x64(True) if float64 else contextlib.nullcontext()
+
+
+class Inputs(NamedTuple):
+    """The data of one analysis (shared by every seed and checkpoint)."""
+
+    tokens: Array                    # [B, T]
+    labels: Array                    # [B, T] (position None) or [B]
+    jac_tokens: Array | None = None  # [S, T] the sequence of each Jacobian sample (hook tails)
+    jac_pos: Array | None = None     # [S] the position of each Jacobian sample
+
+
+class Result(NamedTuple):
+    """One model's analysis; batched calls add leading axes to every field."""
+
+    core: Core                     # the extracted core; ``core.rank`` is the energy rank
+    core_dim: Array                # [] the rank validated and identified
+    accuracy: dict[str, Array]     # {'full', 'core_only', 'core_removed'} at ``core_dim``
+    fit: MarkovFit | ShiftFit      # the identified operator
+    scan: tuple[Array, Array] | None  # (core_only [D+1], core_removed [D+1]) with 'rank_scan'
+    r_nec: Array | None            # [] with 'rank_scan'
+    r_suf: Array | None            # [] with 'rank_scan'
+    coords: Array | None           # [N, keep_coords] core coordinates, when kept
+
+
+def unembed(params: Params, cfg: ModelConfig, dtype) -> tuple[Array, Array]:
+    """The linear readout ``(W_U [D, V], b_U [V])`` (zeros without a bias) in ``dtype``."""
+    b_u = params["unembed.b_U"] if cfg.has_unembed_bias else jnp.zeros(cfg.vocab_out)
+    return params["unembed.W_U"].astype(dtype), b_u.astype(dtype)
+
+
+def check_linear_tail(cfg: ModelConfig, hook_name: str) -> None:
+    """Raise unless the activation at ``hook_name`` reaches the logits through ``h W_U + b``."""
+    if cfg.normalization == "pre" or hook_name != f"blocks.{cfg.n_layers - 1}.hook_resid_post":
+        raise ValueError(f"hook {hook_name!r} with normalization={cfg.normalization!r}: the tail "
+                         "is linear only for the last block's output without ln_final")
+
+
+def _identify_and_keep(h: Array, core: Core, core_dim: Array, labels: Array, seq_shape,
+                       pipe: Pipeline, n_classes: int) -> tuple[Any, Array | None]:
+    z = h @ mask_basis(core.basis, core_dim)                                  # [N, D]
+    if pipe.identify == "markov":
+        fit = markov_operator(z.reshape(*seq_shape, -1), core_dim)
+    else:
+        fit = cyclic_shift(class_means(z, labels, n_classes), pipe.rel_tol, pipe.holdout_start,
+                           pipe.holdout_frac)
+    return fit, (z[:, :pipe.keep_coords] if pipe.keep_coords else None)
+
+
+def _rank_scan(h: Array, core: Core, w_u: Array, b_u: Array, labels: Array, pipe: Pipeline):
+    only, removed, full = linear_tail_scan(h, core.basis, w_u, b_u, labels)
+    nec = r_nec(removed, core.rank, w_u.shape[-1])
+    suf = r_suf(only, full, pipe.suf_tol)
+    core_dim = jnp.maximum(core.rank, nec)
+    acc = {"full": full, "core_only": only[core_dim], "core_removed": removed[core_dim]}
+    return core_dim, acc, (only, removed), nec, suf
+
+
+@functools.partial(jax.jit, static_argnames=("pipe",))
+def analyse_linear(h: Array, labels: Array, w_u: Array, b_u: Array, pipe: Pipeline) -> Result:
+    """The pipeline on activations ``h [N, D]`` whose tail is ``logits = h W_U + b``.
+
+    ``w_u [D, V]``, ``b_u [V]``, ``labels [N]`` (or ``[B, T]`` flattened to N with
+    ``identify='markov'``). Obs = W_U W_U^T exactly; validation is the rank scan.
+    """
+    h = h.astype(pipe.dtype)
+    w_u, b_u = w_u.astype(pipe.dtype), b_u.astype(pipe.dtype)
+    cov, mean = covariance(h)
+    core = extract_from_gramians(Gramians(cov, linear_observability(w_u), mean), pipe.tau)
+    flat_labels = labels.reshape(-1)
+    core_dim, acc, scan, nec, suf = _rank_scan(h, core, w_u, b_u, flat_labels, pipe)
+    fit, coords = _identify_and_keep(h, core, core_dim, flat_labels, labels.shape, pipe,
+                                     w_u.shape[-1])
+    return Result(core, core_dim, acc, fit, scan, nec, suf, coords)
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "pipe"))
+def analyse(params: Params, inputs: Inputs, cfg: ModelConfig, pipe: Pipeline) -> Result:
+    """ACE on one model: activations at ``pipe.hook_name``, the tail's Gramian, extraction,
+    validation and identification. Pure; vmap/jit/lax.map freely (see ``analyse_seeds``)."""
+    if not pipe.hook_name:
+        raise ValueError("Pipeline.hook_name is empty: analyse needs the hook to read")
+    h_model = activations(params, inputs.tokens, cfg, pipe.hook_name, pipe.position)
+    if pipe.tail == "unembed":
+        check_linear_tail(cfg, pipe.hook_name)
+        w_u, b_u = unembed(params, cfg, pipe.dtype)
+        if pipe.validation == "rank_scan":
+            return analyse_linear(h_model, inputs.labels, w_u, b_u, pipe)
+        obs = linear_observability(w_u)
+    else:
+        if inputs.jac_tokens is None or inputs.jac_pos is None:
+            raise ValueError(f"Pipeline.tail={pipe.tail!r} samples Jacobians: Inputs.jac_tokens "
+                             "and Inputs.jac_pos are required")
+        jac = hook_jacobians(params, inputs.jac_tokens, cfg, pipe.hook_name, inputs.jac_pos,
+                             out_fn=TAIL_OUTPUTS[pipe.tail])                  # [S, K, D]
+        obs = observability(jac.astype(pipe.dtype))
+    h = h_model.astype(pipe.dtype)
+    cov, mean = covariance(h)
+    core = extract_from_gramians(Gramians(cov, obs, mean), pipe.tau)
+    acc = validate(params, inputs.tokens, inputs.labels, cfg, pipe.hook_name,
+                   core.core_basis.astype(h_model.dtype), readout=pipe.position)
+    fit, coords = _identify_and_keep(h, core, core.rank, inputs.labels.reshape(-1),
+                                     inputs.tokens.shape, pipe, cfg.vocab_out)
+    return Result(core, core.rank, acc, fit, None, None, None, coords)
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "pipe"))
+def analyse_seeds(params: Params, inputs: Inputs, cfg: ModelConfig, pipe: Pipeline) -> Result:
+    """``analyse`` on stacked parameters ``[n, ...]`` as one vmapped program: fields ``[n, ...]``."""
+    return jax.vmap(lambda p: analyse(p, inputs, cfg, pipe))(params)
+
+
+def analyse_stack(params: Params, inputs: Inputs, cfg: ModelConfig, pipe: Pipeline,
+                  checkpoint_batch: int | None = None) -> Result:
+    """``analyse`` on parameters stacked ``[C, n, ...]`` (checkpoints x seeds) as one compiled
+    program: seeds vmapped, checkpoints through ``lax.map`` with ``checkpoint_batch`` of them
+    vmapped at a time (None: all at once). Every field gains leading axes ``[C, n]``."""
+    if checkpoint_batch is not None and (not isinstance(checkpoint_batch, int)
+                                         or checkpoint_batch < 1):
+        raise ValueError(f"checkpoint_batch={checkpoint_batch!r}: a positive int or None")
+    seeds = jax.vmap(lambda p: analyse(p, inputs, cfg, pipe))
+    n_ckpt = jax.tree.leaves(params)[0].shape[0]
+    batch = n_ckpt if checkpoint_batch is None else min(checkpoint_batch, n_ckpt)
+    # Pad to a multiple of the batch with copies of the last checkpoint: lax.map's own remainder
+    # path (a second, differently batched body) was measured to stall for minutes on CPU.
+    n_pad = -(-n_ckpt // batch) * batch
+    padded = jax.tree.map(lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], n_pad - n_ckpt, 0)]),
+                          params)
+    out = jax.jit(lambda ps: jax.lax.map(seeds, ps, batch_size=batch))(padded)
+    return jax.tree.map(lambda x: x[:n_ckpt], out)

@@ -1,0 +1,95 @@
+"""What ACE reads from a model: the activation ``H`` at a hook, and the Jacobians ``J_s`` of the
+tail after it (SPEC 2.1).
+
+Shape legend: N activations, D activation width, S Jacobian samples, K tail-output width.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mechjax.analysis.ace.basis import as_float
+from mechjax.config import ModelConfig
+from mechjax.hooks import run_with_cache, run_with_hooks
+from mechjax.model import Params
+
+Array = jax.Array
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "hook_name", "position"))
+def activations(params: Params, tokens: Array, cfg: ModelConfig, hook_name: str,
+                position: int | None = None) -> Array:
+    """``H``: the activation at ``hook_name`` for ``tokens [b, p]``.
+
+    ``position=None`` stacks every position (``[b * p, D]``); an int picks one (``[b, D]``).
+    """
+    _, cache = run_with_cache(params, tokens, cfg, names_filter=hook_name)
+    h = cache[hook_name]
+    return h.reshape(-1, h.shape[-1]) if position is None else h[:, position]
+
+
+@functools.partial(jax.jit, static_argnames=("f",))
+def tail_jacobians(f: Callable[..., Array], h: Array, ctx: Any = None) -> Array:
+    """Jacobians ``J_s = df/dh`` of a tail ``f: R^D -> R^K`` at ``h [S, D]`` -> ``[S, K, D]``.
+
+    ``f(h)`` or, with ``ctx`` (a pytree with leading axis S), ``f(h, ctx_s)`` -- e.g. the tokens of
+    sample s when the tail runs the rest of the model. A scalar output (a task margin) gives K = 1.
+
+    Mode is picked by shape: forward mode costs one JVP per *input* dimension (D passes), reverse
+    mode one VJP per *output* dimension (K passes). So ``jacrev`` when K < D (a scalar margin: one
+    backward pass) and ``jacfwd`` when K >= D (full logits of a large vocabulary).
+    """
+    h = as_float(h)
+    d = h.shape[-1]
+    args = (h[0],) if ctx is None else (h[0], jax.tree.map(lambda x: x[0], ctx))
+    k = math.prod(jax.eval_shape(f, *args).shape)
+    jac_fn = jax.jacrev(f) if k < d else jax.jacfwd(f)
+    if ctx is None:
+        return jax.vmap(lambda x: jac_fn(x).reshape(k, d))(h)
+    return jax.vmap(lambda x, c: jac_fn(x, c).reshape(k, d))(h, ctx)
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "hook_name", "out_fn"))
+def hook_jacobians(params: Params, tokens: Array, cfg: ModelConfig, hook_name: str,
+                   position: int | Array, out_fn: Callable[[Array], Array] | None = None,
+                   read_position: int | Array | None = None) -> Array:
+    """Tail Jacobians through the model's own forward pass (``run_with_hooks``).
+
+    For each sample s the tail is ``h -> out_fn(logits[read_position])`` where ``h`` replaces the
+    activation at ``hook_name``, position ``position`` of sequence ``tokens[s]``; every other
+    activation keeps its value. ``tokens [S, p]``; ``position`` an int or ``[S]`` ints;
+    ``read_position`` defaults to ``position``; ``out_fn`` maps logits ``[V]`` to ``[K]`` or a
+    scalar (identity by default). Returns ``[S, K, D]``, evaluated at the actual activations.
+    """
+    n, p = tokens.shape
+    pos = jnp.broadcast_to(jnp.asarray(position), (n,)) % p
+    read = pos if read_position is None else jnp.broadcast_to(jnp.asarray(read_position), (n,)) % p
+    _, cache = run_with_cache(params, tokens, cfg, names_filter=hook_name)
+    h0 = jnp.take_along_axis(cache[hook_name], pos[:, None, None], axis=1)[:, 0]
+
+    def tail(h, ctx):
+        toks, q, r = ctx
+        hooks = {hook_name: lambda x: x.at[0, q].set(h.astype(x.dtype))}
+        logits, _ = run_with_hooks(params, toks[None], cfg, hooks)
+        out = logits[0, r]
+        return out if out_fn is None else out_fn(out)
+
+    return tail_jacobians(tail, h0, (tokens, pos, read))
+
+
+def jacobian_samples(tokens: np.ndarray, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` distinct (sequence, position) pairs of ``tokens [B, T]``, drawn with numpy's
+    ``default_rng(seed)``: where ``hook_jacobians`` samples the tail.
+
+    Returns ``(tokens [n, T], pos [n])``: the sequence of each pair and the position in it.
+    """
+    b, t = tokens.shape
+    if not 0 < n <= b * t:
+        raise ValueError(f"n={n!r} Jacobian samples: must be in 1..{b * t} (the activations)")
+    flat = np.random.default_rng(seed).choice(b * t, size=n, replace=False)
+    return tokens[flat // t], (flat % t).astype(np.int32)

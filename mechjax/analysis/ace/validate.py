@@ -1,0 +1,185 @@
+"""ACE validation (SPEC 2.2): interventions on the core through hooks, the causal rank scans, and
+the necessary and sufficient ranks read from them.
+
+Shape legend: D activation width, R basis columns, b sequences, p positions, V vocabulary.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable, Literal
+
+import jax
+import jax.numpy as jnp
+
+from mechjax.config import ModelConfig
+from mechjax.hooks import project_onto, run_with_hooks
+from mechjax.metrics import accuracy, cross_entropy, roc_auc
+from mechjax.model import Params
+
+Array = jax.Array
+Metric = Literal["accuracy", "loss"] | Callable[[Array, Array, Array | None], Array]
+
+
+def core_only_hook(basis: Array) -> Callable[[Array], Array]:
+    """``h <- h Q Q^T`` at every position, uncentred (toy models). Masked bases are fine."""
+    return project_onto(basis, None, keep=True)
+
+
+def core_removed_hook(basis: Array) -> Callable[[Array], Array]:
+    """``h <- h - h Q Q^T`` at every position, uncentred (toy models)."""
+    return project_onto(basis, None, keep=False)
+
+
+def centred_hook(basis: Array, mean: Array, mode: Literal["keep", "remove", "flip"],
+                 position: int = -1) -> Callable[[Array], Array]:
+    """LLM intervention at one position, centred on the training mean ``mu`` (SPEC 2.2).
+
+    ``x = h - mu``, ``xp = x Q Q^T``; keep ``x' = xp``; remove ``x' = x - xp``; flip
+    ``x' = x - 2 xp``; ``h <- x' + mu``. Acts on ``h [b, p, D]`` at ``position`` only.
+    """
+    if mode not in ("keep", "remove", "flip"):
+        raise ValueError(f"mode={mode!r}: allowed 'keep', 'remove', 'flip'")
+
+    def fn(h):
+        x = h[:, position] - mean
+        xp = (x @ basis) @ basis.T
+        new = {"keep": xp, "remove": x - xp, "flip": x - 2.0 * xp}[mode]
+        return h.at[:, position].set((new + mean).astype(h.dtype))
+
+    return fn
+
+
+def _read(logits: Array, labels: Array, weights: Array | None, readout: int | None):
+    if readout is not None:
+        logits = logits[:, readout]
+    return logits, labels, weights
+
+
+def _score(kind: Metric, logits: Array, labels: Array, weights: Array | None) -> Array:
+    if callable(kind):
+        return kind(logits, labels, weights)
+    if kind == "accuracy":
+        return accuracy(logits, labels, weights)
+    if kind == "loss":
+        return cross_entropy(logits, labels, weights)
+    raise ValueError(f"metric={kind!r}: allowed 'accuracy', 'loss' or a callable")
+
+
+def intervened_metric(params: Params, tokens: Array, labels: Array, cfg: ModelConfig,
+                      hook_name: str, hook_fn: Callable[[Array], Array] | None,
+                      metric: Metric = "accuracy", readout: int | None = None,
+                      weights: Array | None = None) -> Array:
+    """Metric of the model with ``hook_fn`` applied at ``hook_name`` (None: no intervention).
+
+    ``readout`` follows ``Task.readout``: an int scores that position (``labels [b]``), None
+    scores every position (``labels [b, p]``).
+    """
+    hooks = {} if hook_fn is None else {hook_name: hook_fn}
+    logits, _ = run_with_hooks(params, tokens, cfg, hooks)
+    return _score(metric, *_read(logits, labels, weights, readout))
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "hook_name", "metric", "readout"))
+def validate(params: Params, tokens: Array, labels: Array, cfg: ModelConfig, hook_name: str,
+             basis: Array, metric: Metric = "accuracy", readout: int | None = None,
+             weights: Array | None = None) -> dict[str, Array]:
+    """Toy-model validation: ``{'full', 'core_only', 'core_removed'}`` metrics (SPEC 2.2).
+
+    ``basis [D, R]``: the core (a masked ``[D, D]`` basis works). Uncentred, every position.
+    """
+    run = lambda fn: intervened_metric(params, tokens, labels, cfg, hook_name, fn, metric,
+                                       readout, weights)
+    return {"full": run(None), "core_only": run(core_only_hook(basis)),
+            "core_removed": run(core_removed_hook(basis))}
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "hook_name", "score_fn", "position"))
+def validate_centred(params: Params, tokens: Array, cfg: ModelConfig, hook_name: str,
+                     basis: Array, mean: Array, score_fn: Callable[[Array], Array],
+                     positive: Array, position: int = -1) -> dict[str, Array]:
+    """LLM validation: ROC-AUC of ``score_fn(logits[:, position]) [b]`` for ``positive [b]``.
+
+    Returns ``{'base', 'keep', 'remove', 'flip'}`` (expected: keep ~ base, remove ~ 0.5,
+    flip ~ 1 - base), interventions centred on ``mean`` at ``position`` only.
+    """
+    def auc(hooks):
+        logits, _ = run_with_hooks(params, tokens, cfg, hooks)
+        return roc_auc(score_fn(logits[:, position]), positive)
+
+    out = {"base": auc({})}
+    for mode in ("keep", "remove", "flip"):
+        out[mode] = auc({hook_name: centred_hook(basis, mean, mode, position)})
+    return out
+
+
+@functools.partial(jax.jit,
+                   static_argnames=("cfg", "hook_name", "metric", "readout", "batch_size"))
+def causal_scan(params: Params, tokens: Array, labels: Array, cfg: ModelConfig, hook_name: str,
+                basis: Array, metric: Metric = "accuracy", readout: int | None = None,
+                weights: Array | None = None, batch_size: int | None = None,
+                ) -> tuple[Array, Array]:
+    """Core-only and core-removed metric at every rank r = 0..R: ``([R+1], [R+1])``.
+
+    ``basis [D, R]`` is the full ordered basis; rank r uses its first r columns via a mask. The
+    ranks run through ``lax.map`` (``batch_size`` of them vmapped at a time; None = one by one),
+    not a Python loop, so this jits and vmaps over seeds.
+    """
+    masks = jnp.arange(basis.shape[-1] + 1)[:, None] > jnp.arange(basis.shape[-1])[None]
+
+    def one(mask):
+        q = basis * mask.astype(basis.dtype)
+        run = lambda fn: intervened_metric(params, tokens, labels, cfg, hook_name, fn, metric,
+                                           readout, weights)
+        return run(core_only_hook(q)), run(core_removed_hook(q))
+
+    return jax.lax.map(one, masks, batch_size=batch_size)
+
+
+@jax.jit
+def r_nec(core_removed: Array, r_energy: Array | int, n_classes: int) -> Array:
+    """Smallest r >= r_energy with core-removed accuracy <= 2 / n_classes (SPEC 2.1).
+
+    ``core_removed [R+1]`` from ``causal_scan``. Returns R when no rank qualifies (check
+    ``core_removed[R]`` to tell that case apart).
+    """
+    r = jnp.arange(core_removed.shape[0])
+    ok = (r >= r_energy) & (core_removed <= 2.0 / n_classes)
+    return jnp.where(ok.any(), jnp.argmax(ok), r[-1]).astype(jnp.int32)
+
+
+@jax.jit
+def r_suf(core_only: Array, full: Array | float, tol: float = 1e-3) -> Array:
+    """Smallest r with core-only accuracy >= full - tol (SPEC 2.1); R when none qualifies."""
+    ok = core_only >= full - tol
+    return jnp.where(ok.any(), jnp.argmax(ok), core_only.shape[0] - 1).astype(jnp.int32)
+
+
+@jax.jit
+def linear_tail_scan(h: Array, basis: Array, w_u: Array, b_u: Array, labels: Array,
+                     ) -> tuple[Array, Array, Array]:
+    """Core-only and core-removed accuracy at every rank r = 0..D for ``logits = h W_U + b``.
+
+    ``h [N, D]``, ``basis [D, D]`` (orthonormal columns in core order), ``w_u [D, V]``,
+    ``b_u [V]``, ``labels [N]``. Core-only at rank r: ``h Q_r Q_r^T W_U + b``; core-removed:
+    ``(h - h Q_r Q_r^T) W_U + b`` (SPEC 2.2, uncentred). Returns ``(core_only [D+1],
+    core_removed [D+1], full [])``.
+
+    Why no forward passes: when the hooked activation feeds the logits through ``h W_U + b`` (the
+    last block's output of a model without a final LayerNorm), intervening on h at rank r changes
+    the logits by a rank-r term, so all D + 1 ranks come from one running sum of outer products.
+    Memory O(N V). Agrees with ``causal_scan`` through hooks (tested).
+    """
+    z = h @ basis                     # [N, D] core coordinates
+    g = basis.T @ w_u                 # [D, V] each direction's effect on the logits
+    full_logits = h @ w_u + b_u
+    acc = lambda logits: accuracy(logits, labels, dtype=logits.dtype)  # noqa: E731 (f64 under x64)
+
+    def step(partial, i):
+        out = (acc(partial + b_u), acc(full_logits - partial))
+        return partial + z[:, i, None] * g[i][None, :], out
+
+    last, (only, removed) = jax.lax.scan(step, jnp.zeros_like(full_logits),
+                                         jnp.arange(h.shape[1]))
+    only = jnp.append(only, acc(last + b_u))
+    removed = jnp.append(removed, acc(full_logits - last))
+    return only, removed, acc(full_logits)

@@ -1,0 +1,85 @@
+"""The acceptance numbers of the Markov-chain cores experiment (SPEC 2.5) from one batched ACE pass
+over seeds: accuracies under the core interventions, core ranks and energies, seeds x seeds
+comparisons (projector overlap, CCA, whole-weight cosine) and the operator's eigenvalues against the
+chain's. Host side (numpy) apart from the comparison matrices, which run as batched programs.
+
+Shapes: n seeds, D activation width, k compared core coordinates.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mechjax.analysis import ace
+from mechjax.tasks import markov
+
+ACCURACIES = ("full", "core_only", "core_removed")
+
+
+def per_seed_stats(v: Sequence[float]) -> dict[str, Any]:
+    """``{'mean', 'std', 'per_seed'}`` of one number per seed."""
+    v = np.asarray(v, float)
+    return {"mean": float(np.mean(v)), "std": float(np.std(v)), "per_seed": v}
+
+
+def loop_matches_batched(batched: ace.Result, loop: Sequence[ace.Result],
+                         atol: float = 1e-4) -> bool:
+    """Whether a per-seed loop gave the batched call's ranks exactly and accuracies within
+    ``atol``."""
+    ranks = [int(r.core.rank) for r in loop]
+    accs = [[float(r.accuracy[k]) for k in ACCURACIES] for r in loop]
+    batched_acc = np.stack([np.asarray(batched.accuracy[k]) for k in ACCURACIES], 1)
+    return bool(np.array_equal(ranks, np.asarray(batched.core.rank))
+                and np.allclose(accs, batched_acc, atol=atol))
+
+
+def summarize_cores(result: ace.Result, params: Mapping[str, jax.Array], compare_dims: int,
+                    d_model: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Acceptance numbers of one ACE pass over all seeds, plus the seeds x seeds matrices.
+
+    ``result``: ``ace.analyse_seeds`` output (fields ``[n, ...]``, ``coords [n, N, k]`` with
+    ``k = compare_dims``); ``params``: the stacked parameters ``{name: [n, ...]}``.
+    Returns ``(summary, matrices)``: the numbers for summary.json and the arrays for figures.
+    """
+    t1 = time.perf_counter()
+    ranks = result.core.rank
+    overlap = np.asarray(ace.overlap_matrix(result.core.basis, ranks))
+    cca_r = np.asarray(ace.cca_matrix(result.coords, jnp.minimum(ranks, compare_dims)))
+    top3 = min(3, compare_dims)
+    cca_3 = np.asarray(ace.cca_matrix(result.coords[..., :top3], None, top3))
+    cosine = np.asarray(ace.weight_cosine_matrix(params))
+    compare_seconds = time.perf_counter() - t1
+
+    core, fit = jax.tree.map(np.asarray, result.core), jax.tree.map(np.asarray, result.fit)
+    ranks = core.rank.astype(int)
+    acc = {k: np.asarray(v, float) for k, v in result.accuracy.items()}
+    lam = fit.eigenvalues                                                     # [n, D] complex
+    eig_err = ace.eigenvalue_errors(lam, markov.true_eigenvalues()[1:])       # drop the 1
+    energy = core.weights / np.maximum(core.weights.sum(-1, keepdims=True), 1e-300)
+    summary = {
+        "acc/full": per_seed_stats(acc["full"]),
+        "acc/core_only": per_seed_stats(acc["core_only"]),
+        "acc/core_removed": per_seed_stats(acc["core_removed"]),
+        "core/rank": ranks,
+        "core/rank3_fraction": float(np.mean(ranks == 3)),
+        "core/energy_top8": energy[:, :8],
+        "overlap/mean_offdiag": ace.offdiag_mean(overlap),
+        "overlap/chance": float(np.mean(ranks)) / d_model,
+        "cca/mean_offdiag": ace.offdiag_mean(cca_r),
+        "cca/top3_mean_offdiag": ace.offdiag_mean(cca_3),
+        "weight_cosine/mean_offdiag": ace.offdiag_mean(cosine),
+        "eig/fitted": [[[float(z.real), float(z.imag)] for z in row[:r]]
+                       for row, r in zip(lam, ranks)],
+        "eig/max_abs_error": eig_err,
+        "eig/within_0.03_fraction": float(np.mean(eig_err <= 0.03)),
+        "r2": per_seed_stats(fit.r2),
+        "r2_over_oracle": per_seed_stats(fit.r2_ratio),
+        "compare/seconds": compare_seconds,
+    }
+    matrices = {"overlap": overlap, "cca": cca_r, "cosine": cosine,
+                "eigenvalues": [row[:r] for row, r in zip(lam, ranks)], "acc": acc}
+    return summary, matrices
