@@ -1,15 +1,20 @@
-"""Timing a compiled program: compile time apart from run time, and a function batched over seeds
-as one program against the same function called once per seed.
+"""Timing compiled programs: compile time apart from run time; a function batched over seeds as one
+program against the same function called once per seed; a sweep grid as one program against its
+runs one after another.
 
 Each measurement blocks until the result is ready (JAX dispatches asynchronously), and compilation
 is timed separately so the run times compare the programs, not the compiler.
 """
 from __future__ import annotations
 
+import os
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 import jax
+import jax.numpy as jnp
+
+from mechjax.sweep import seed_mesh, sweep_program
 
 
 def timed_compile(fn: Callable[..., Any], *args: Any) -> tuple[Any, float]:
@@ -52,3 +57,40 @@ def loop_over_seeds(fn: Callable[..., Any], stacked: Any, *args: Any,
         outs.append(out)
         total += dt
     return outs, {"compile_seconds": compile_seconds, "seconds": total}
+
+
+def grid_vs_sequential(trainer, seeds: Sequence[int], grid: Mapping[str, jax.Array], steps: int,
+                       vectorize: str = "auto") -> dict[str, float]:
+    """Seconds for seeds x grid runs of ``steps`` steps as one sweep program (what ``run_sweep``
+    runs per chunk) against the same runs one after another (one compiled single-run program
+    called per run). ``grid``: ``{hparam: [G]}``, every hyperparameter of ``trainer``.
+
+    Compilation is timed separately and excluded from the run times. Returns the two compile
+    and run times, ``sequential_over_grid``, ``runs``, ``steps_per_run`` and the 1-minute load
+    average (other processes on the machine skew both sides).
+    """
+    mesh = seed_mesh()
+    if len(seeds) % mesh.devices.size:
+        raise ValueError(f"n_seeds={len(seeds)} must be a multiple of the "
+                         f"{mesh.devices.size} devices")
+    n_grid = len(next(iter(grid.values())))
+    keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
+    init = jax.jit(jax.vmap(jax.vmap(trainer.init, (None, 0)), (0, None)))
+    program = sweep_program(trainer, steps, mesh, vectorize)
+    state = init(keys, dict(grid))
+    compiled, out_compile = timed_compile(program, state, dict(grid))
+    _, grid_seconds = timed_call(compiled, state, dict(grid))
+    out = {"grid_compile_seconds": out_compile, "grid_seconds": grid_seconds}
+
+    single = jax.jit(lambda s, h: trainer.run(s, h, steps))
+    runs = [({k: v[g] for k, v in grid.items()}, s) for s in seeds for g in range(n_grid)]
+    states = [(trainer.init(jax.random.PRNGKey(s), hp), hp) for hp, s in runs]
+    compiled_one, out["sequential_compile_seconds"] = timed_compile(single, *states[0])
+    total = 0.0
+    for s, h in states:
+        total += timed_call(compiled_one, s, h)[1]
+    out["sequential_seconds"] = total
+    out["sequential_over_grid"] = total / out["grid_seconds"]
+    out["runs"], out["steps_per_run"] = len(runs), steps
+    out["load_average_1min"] = os.getloadavg()[0]
+    return out

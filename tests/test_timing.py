@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import jax.numpy as jnp
 
-from mechjax.timing import batched_over_seeds, loop_over_seeds
+from mechjax.timing import batched_over_seeds, grid_vs_sequential, loop_over_seeds
 
 
 def test_batched_and_loop_give_each_seeds_result():
@@ -18,3 +18,16 @@ def test_batched_and_loop_give_each_seeds_result():
     for times in (t, t_loop):
         assert set(times) == {"compile_seconds", "seconds"}
         assert times["compile_seconds"] > 0 and times["seconds"] > 0
+
+
+def test_grid_vs_sequential_times_every_run_of_the_grid():
+    from experiments.grokking_law import run
+    from experiments.grokking_law.configs import tiny
+    trainer = run.make_trainer(5, None, 3, tiny.get_config())
+    hp = trainer.default_hparams(lr=1e-2)
+    grid = {k: jnp.broadcast_to(v, (2,)) for k, v in hp.items()}
+    grid["weight_decay"] = jnp.asarray([0.5, 1.0], jnp.float32)
+    out = grid_vs_sequential(trainer, [0, 1], grid, steps=3)
+    assert out["runs"] == 4 and out["steps_per_run"] == 3
+    assert out["grid_seconds"] > 0 and out["sequential_seconds"] > 0
+    assert out["sequential_over_grid"] == out["sequential_seconds"] / out["grid_seconds"]

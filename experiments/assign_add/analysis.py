@@ -21,8 +21,6 @@ seed axis) or of the host metrics ``[n_seeds, n_evals]``:
   (row-centred: softmax ignores per-query constants) with the centred identity ``I - J/12``,
   ``block_fraction`` = share of ``||G||_F`` inside the span of A on both sides.
 * ``first_crossing`` / ``phase_steps``: phase detection per seed.
-* ``exhaustive_accuracy``: accuracy of stacked params on a large fixed set (the exhaustive held-out
-  and 2-var union sets), one compiled forward per chunk for all seeds.
 * ``crossing_point``: where a sweep curve (accuracy vs f or r) first reaches a threshold.
 """
 from __future__ import annotations
@@ -35,12 +33,11 @@ import numpy as np
 
 from mechjax.analysis.curves import first_crossing
 
-from mechjax import fastpath
 from mechjax import linalg
 from mechjax.analysis import assign_add_mech as mech
 from mechjax.config import ModelConfig
 from mechjax.hooks import run_with_hooks
-from mechjax.model import Params, _identity_hook, apply, mlp, unembed
+from mechjax.model import Params, _identity_hook, mlp, unembed
 from mechjax.tasks import assign_add as aa
 from mechjax.metrics import accuracy, cross_entropy
 
@@ -175,48 +172,6 @@ def step_stats(values: np.ndarray) -> dict:
             "max": float(values[ok].max()) if ok.any() else None,
             "per_seed": values, "fraction_reached": float(ok.mean()),
             "n_reached": int(ok.sum())}
-
-
-# ================================================================================================
-# Exhaustive accuracies, batched over seeds
-# ================================================================================================
-def predict_stacked(cfg: ModelConfig) -> Callable[[Params, jax.Array], jax.Array]:
-    """Jitted ``(params [S, ...], tokens [b, 16]) -> predictions [S, b]`` at the last position."""
-    if fastpath.applies(cfg):
-        logits = lambda p, t: fastpath.readout_logits(p, t, cfg, -1)  # noqa: E731
-    else:
-        logits = lambda p, t: apply(p, t, cfg)[:, -1]  # noqa: E731
-    return jax.jit(jax.vmap(lambda p, t: jnp.argmax(logits(p, t), -1), (0, None)))
-
-
-def exhaustive_accuracy(params: Params, batch: Mapping[str, jax.Array], cfg: ModelConfig,
-                        chunk: int = 8192, predict=None) -> np.ndarray:
-    """``[S]`` accuracy of each stacked parameter set on ``batch`` (any size), in fixed-size
-    chunks (the last one padded) so one compilation serves every set. Empty sets give NaN."""
-    tokens, labels = np.asarray(batch["tokens"]), np.asarray(batch["labels"])
-    n_stack = jax.tree.leaves(params)[0].shape[0]
-    n = tokens.shape[0]
-    if n == 0:
-        return np.full(n_stack, np.nan)
-    predict = predict_stacked(cfg) if predict is None else predict
-    correct = np.zeros(n_stack)
-    for start in range(0, n, chunk):
-        part = tokens[start:start + chunk]
-        m = part.shape[0]
-        if m < chunk:
-            part = np.concatenate([part, np.repeat(part[:1], chunk - m, 0)])
-        pred = np.asarray(predict(params, jnp.asarray(part)))[:, :m]
-        correct += (pred == labels[start:start + m][None]).sum(1)
-    return correct / n
-
-
-def subsample(batch: Mapping[str, jax.Array], size: int, seed: int) -> dict:
-    """``size`` rows of ``batch`` without replacement (all of it when ``size`` is 0 or larger)."""
-    n = np.asarray(batch["labels"]).shape[0]
-    if size <= 0 or size >= n:
-        return dict(batch)
-    idx = np.sort(np.random.default_rng(seed).choice(n, size, replace=False))
-    return {k: np.asarray(v)[idx] for k, v in batch.items()}
 
 
 # ================================================================================================

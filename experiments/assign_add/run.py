@@ -20,9 +20,9 @@ import numpy as np
 
 from experiments.assign_add import analysis as an
 from mechjax import experiment
+from mechjax.analysis import assign_add_final as final_mod
 from mechjax.analysis import assign_add_mech as mech
 from mechjax.config import ConfigError, ModelConfig
-from mechjax.hooks import run_with_cache
 from mechjax.plots import assign_add as plots
 from mechjax.sweep import log, run_sweep, save_metrics
 from mechjax.tasks import assign_add as aa
@@ -116,88 +116,23 @@ def build(config) -> Setup:
 
 
 # ------------------------------------------------------------------------------------------------
-# Analyses of the final parameters, batched over seeds
+# Stages
 # ------------------------------------------------------------------------------------------------
-def final_analysis(setup: Setup, params: Mapping[str, np.ndarray]) -> dict[str, Any]:
-    """Exhaustive accuracies, ``mechanism_summary`` and figure inputs for every seed.
-
-    ``params``: stacked ``[n_seeds, ...]``. Returns per-seed arrays ``[n_seeds]`` (``scalars``)
-    and arrays for the figures.
-    """
-    cfg, ana = setup.model_cfg, setup.analysis
-    params = {k: jnp.asarray(v) for k, v in params.items()}
-    k_probe, k_paired, k_ex0, k_ex2 = jax.random.split(jax.random.PRNGKey(ana["data_seed"] + 1), 4)
-    held = setup.split.heldout_pairs(setup.f)
-    predict = an.predict_stacked(cfg)
-    ex0 = aa.exhaustive_0var_heldout(k_ex0, held)
-    union = an.subsample(aa.exhaustive_2var_union(k_ex2, held), ana["union_sample"],
-                         ana["data_seed"])
-    scalars = {"acc/exact_0var_heldout": an.exhaustive_accuracy(params, ex0, cfg, 2048, predict),
-               "acc/exact_2var_union": an.exhaustive_accuracy(params, union, cfg, 2048, predict)}
-
-    data = mech.probe_data(k_probe, ana["final_size"], setup.split, setup.f)
-    paired = mech.paired_data(k_paired, ana["final_size"], split=setup.split, f=setup.f)
-
-    def per_seed(p):
-        out = mech.mechanism_summary(p, data, paired, cfg)
-        cos = mech.mlp_input_cosines(p, paired, cfg)
-        fit = mech.mlp_fourier_fit(p, cfg)
-        return out, cos, fit.best_evr, fit.best_k
-
-    summary, cos, best_evr, best_k = jax.jit(lambda ps: jax.lax.map(per_seed, ps))(params)
-    scalars.update({k: np.asarray(v) for k, v in summary.items()})
-    return {"scalars": scalars,
-            "cos_matched": np.asarray(cos["matched"]),
-            "cos_mismatched": np.asarray(cos["mismatched"]),
-            "neuron_best_evr": np.asarray(best_evr), "neuron_best_k": np.asarray(best_k),
-            "qk1": np.asarray(jax.vmap(lambda p: mech.positional_qk1(p, cfg))(params)),
-            "qk2": np.asarray(jax.vmap(lambda p: mech.variable_qk2(p, cfg))(params)),
-            "example_tokens": np.asarray(data.tokens[0])}
-
-
 def example_figures(fig_dir: str, setup: Setup, params: Mapping[str, np.ndarray], seed_index: int,
                     final: Mapping[str, Any], seed: int) -> None:
     """QK heatmaps, attention patterns of one example, Fourier fit of the best neuron (one seed)."""
-    cfg = setup.model_cfg
     one = {k: jnp.asarray(v[seed_index]) for k, v in params.items()}
     tag = f"seed {seed}"
     plots.qk_heatmaps(os.path.join(fig_dir, "qk_heatmaps.png"), final["qk1"][seed_index],
                       final["qk2"][seed_index], title=tag)
-    tokens = jnp.asarray(final["example_tokens"])[None]
-    names = ("blocks.0.attn.hook_pattern", "blocks.1.attn.hook_pattern")
-
-    @jax.jit
-    def compute(p, t):
-        _, cache = run_with_cache(p, t, cfg, names)
-        maps = mech.mlp_preactivation_maps(p, cfg)
-        return cache, maps, mech.fourier_fit(maps)
-
-    cache, maps, fit = compute(one, tokens)
+    tokens = final["example_tokens"]
+    views = final_mod.example_views(one, tokens, setup.model_cfg)
     plots.attention_patterns(os.path.join(fig_dir, "attention_patterns.png"),
-                             aa.to_string(tokens[0]).split(),
-                             np.asarray(cache[names[0]][0].mean(0)),
-                             np.asarray(cache[names[1]][0].mean(0)), title=tag)
-    best = int(jnp.argmax(fit.best_evr))
-    k = int(fit.best_k[best])
-    neuron = np.asarray(maps[:, :, best])
-    plots.fourier_neuron(os.path.join(fig_dir, "fourier_best_neuron.png"), neuron,
-                         fourier_component(neuron, k), k, float(fit.best_evr[best]),
-                         np.asarray(fit.evr[best]), title=f"{tag}, neuron {best}")
-
-
-def fourier_component(neuron_map: np.ndarray, k: int) -> np.ndarray:
-    """Projection of the centred ``[p, p]`` map on {cos kn, sin kn, cos km, sin km}."""
-    p = neuron_map.shape[0]
-    x = neuron_map - neuron_map.mean()
-    ang = 2 * np.pi * k * np.arange(p) / p
-    out = np.zeros_like(x)
-    for b in (np.cos(ang), np.sin(ang)):
-        b = b / np.linalg.norm(b)
-        row = x.mean(1) * np.sqrt(p)  # coefficient along n of b(n) x 1_m / sqrt(p)
-        col = x.mean(0) * np.sqrt(p)
-        out += np.outer(b * (b @ row), np.ones(p)) / np.sqrt(p) + \
-            np.outer(np.ones(p), b * (b @ col)) / np.sqrt(p)
-    return out
+                             aa.to_string(jnp.asarray(tokens)).split(), *views["attention"],
+                             title=tag)
+    plots.fourier_neuron(os.path.join(fig_dir, "fourier_best_neuron.png"), views["neuron_map"],
+                         views["neuron_fit"], views["k"], views["evr"], views["evr_per_k"],
+                         title=f"{tag}, neuron {views['neuron']}")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -220,15 +155,14 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     phase_at = an.phase_steps(steps, m, setup.phases)
     params = {k: v[:, 0] for k, v in result.state.params.items()}
     t1 = time.time()
-    final = final_analysis(setup, params)
+    ana = setup.analysis
+    final = final_mod.final_analysis(params, setup.model_cfg, setup.split, setup.f,
+                                     ana["final_size"], ana["union_sample"], ana["data_seed"])
     analysis_seconds = time.time() - t1
     log(f"final analyses of {len(seeds)} seeds in {analysis_seconds:.0f} s")
 
     done3 = np.isfinite(phase_at["phase3"])
-    # example seed for the single-model figures: the first that completed phase 3, else the
-    # one closest to it (best final two-misplaced accuracy)
-    ex = int(np.argmax(done3)) if done3.any() else int(np.argmax(np.nan_to_num(
-        m[setup.phases["phase3"][0]][:, -1], nan=-1.0)))
+    ex = final_mod.example_seed(done3, m[setup.phases["phase3"][0]][:, -1])
     fig_dir = os.path.join(workdir, "figures")
     write_figures(fig_dir, setup, steps, m, phase_at, final, done3)
     example_figures(fig_dir, setup, params, ex, final, seeds[ex])

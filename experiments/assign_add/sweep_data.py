@@ -24,6 +24,7 @@ import numpy as np
 from experiments.assign_add import analysis as an
 from experiments.assign_add import run as main_run
 from mechjax import experiment
+from mechjax.analysis import exhaustive
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.plots import assign_add as plots
 from mechjax.sweep import log, run_sweep, save_metrics
@@ -100,12 +101,12 @@ def final_accuracy(setup: SweepSetup, params) -> tuple[np.ndarray, dict[str, Any
     """``[n_seeds, n_values]`` accuracy of the final params on the mode's exhaustive set."""
     cfg, final = setup.model_cfg, setup.final
     key = jax.random.PRNGKey(final["data_seed"])
-    predict = an.predict_stacked(cfg)
+    predict = exhaustive.predict_stacked(cfg)
     acc = np.zeros((len(setup.seeds), setup.values.size))
     info: dict[str, Any] = {}
     if setup.mode == "r":
         held = setup.split.heldout_pairs(setup.f)
-        union = an.subsample(aa.exhaustive_2var_union(key, held), final["union_sample"],
+        union = exhaustive.subsample(aa.exhaustive_2var_union(key, held), final["union_sample"],
                              final["data_seed"])
         info["n_sequences"] = int(np.asarray(union["labels"]).shape[0])
     else:
@@ -121,7 +122,7 @@ def final_accuracy(setup: SweepSetup, params) -> tuple[np.ndarray, dict[str, Any
             info["n_sequences"].append(int(held.sum()))
         else:
             batch = union
-        acc[:, g] = an.exhaustive_accuracy(one, batch, cfg, 2048, predict)
+        acc[:, g] = exhaustive.exhaustive_accuracy(one, batch, cfg, 2048, predict)
     return acc, info
 
 

@@ -17,7 +17,6 @@ import os
 import time
 from typing import Any, Mapping
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -26,7 +25,8 @@ from mechjax.analysis import grokking_law as gl
 from mechjax.config import ConfigError
 from mechjax.model import forward
 from mechjax.plots.grokking_law import grokking_law_figure
-from mechjax.sweep import log, run_sweep, seed_mesh, sweep_program
+from mechjax.sweep import log, run_sweep
+from mechjax.timing import grid_vs_sequential
 from mechjax.tasks import modular
 from mechjax.train import Trainer, TrainConfig, make_train
 from mechjax.io import write_json
@@ -212,49 +212,6 @@ def sweep(trainer: Trainer, seeds, grid: Mapping[str, Any], workdir: str,
             "traces": counter.count, "steps_run": int(np.nanmax(steps))}
 
 
-def benchmark(trainer_factory, seeds, omegas, lr, init_scale, steps: int,
-              vectorize: str) -> dict[str, float]:
-    """Seconds for the omega x seeds runs (``steps`` each) as one program vs. one after another.
-
-    Both sides use the same ``Trainer.run`` for ``steps`` steps with per-step evaluation;
-    compilation is timed separately and excluded from the run times.
-    """
-    trainer = trainer_factory(steps)
-    n_runs = len(seeds) * len(omegas)
-    hp = trainer.default_hparams(lr=lr, init_scale=init_scale)
-    grid = {k: jnp.broadcast_to(v, (len(omegas),)) for k, v in hp.items()}
-    grid["weight_decay"] = jnp.asarray(omegas, jnp.float32)
-    keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
-    mesh = seed_mesh()
-    if len(seeds) % mesh.devices.size:
-        raise ConfigError(f"benchmark: n_seeds={len(seeds)} must be a multiple of the "
-                          f"{mesh.devices.size} devices")
-    init = jax.jit(jax.vmap(jax.vmap(trainer.init, (None, 0)), (0, None)))
-    program = sweep_program(trainer, steps, mesh, vectorize)  # what run_sweep runs per chunk
-    state = init(keys, grid)
-    t0 = time.perf_counter()
-    compiled = program.lower(state, grid).compile()
-    out = {"grid_compile_seconds": time.perf_counter() - t0}
-    t0 = time.perf_counter()
-    jax.block_until_ready(compiled(state, grid))
-    out["grid_seconds"] = time.perf_counter() - t0
-
-    single = jax.jit(lambda s, h: trainer.run(s, h, steps))
-    states = [(trainer.init(jax.random.PRNGKey(s), {**hp, "weight_decay": jnp.float32(w)}),
-               {**hp, "weight_decay": jnp.float32(w)}) for s in seeds for w in omegas]
-    t0 = time.perf_counter()
-    compiled_one = single.lower(*states[0]).compile()
-    out["sequential_compile_seconds"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for s, h in states:
-        jax.block_until_ready(compiled_one(s, h))
-    out["sequential_seconds"] = time.perf_counter() - t0
-    out["sequential_over_grid"] = out["sequential_seconds"] / out["grid_seconds"]
-    out["runs"], out["steps_per_run"] = n_runs, steps
-    out["load_average_1min"] = os.getloadavg()[0]
-    return out
-
-
 # ------------------------------------------------------------------------------------------------
 # The job
 # ------------------------------------------------------------------------------------------------
@@ -279,30 +236,12 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     pw = {k: np.concatenate([r[k] for r in by_p], 0) for k in
           ("t_mem", "t_grok", "tau", "final_train", "final_test", "diverged")}
 
-    # ---- fits on the per-setting means over grokked seeds ---------------------------------------
-    mean_om = np.array([gl.setting_stats(r)["mean"] for r in om["tau"]])
-    mean_p = np.array([gl.setting_stats(r)["mean"] for r in pw["tau"]])
-    w_fit = gl.fit_power_law(omegas, mean_om)
-    w_fit_runs = gl.fit_power_law(np.repeat(omegas, len(seeds)), om["tau"].ravel())
-    p_fit = gl.fit_log_law(ps, mean_p)
-    p_fit_runs = gl.fit_log_law(np.repeat(ps, len(seeds)), pw["tau"].ravel())
-    p_power = gl.fit_power_law(ps, mean_p)
-
+    fits = gl.fit_laws(np.asarray(omegas), om["tau"], np.asarray(ps), pw["tau"])
     summary: dict[str, Any] = {
         "n_seeds": len(seeds), "seeds": seeds, "threshold": threshold,
         "omega_sweep/p": b["p_omega"], "omega_sweep/omegas": list(omegas),
         "p_sweep/omega": b["p_sweep_omega"], "p_sweep/ps": list(ps),
-        "beta": w_fit.beta, "beta_r2": w_fit.r2, "C": w_fit.C,
-        "beta_runs": w_fit_runs.beta, "beta_runs_r2": w_fit_runs.r2,
-        "Omega": p_fit.Omega, "p_crit": p_fit.p_crit, "p_fit_r2": p_fit.r2,
-        # Only Omega * p_crit is identified when every p >> p_crit (tau ~ Omega p_crit / p);
-        # the fit then runs to the p_crit -> 0 end of its range.
-        "Omega_times_p_crit": p_fit.Omega * p_fit.p_crit,
-        "p_crit_identified": bool(1e-3 * min(ps) < p_fit.p_crit < (1 - 1e-6) * min(ps)),
-        "Omega_runs": p_fit_runs.Omega, "p_crit_runs": p_fit_runs.p_crit,
-        "p_fit_runs_r2": p_fit_runs.r2,
-        "tau_vs_p_loglog_slope": p_power.beta,
-        "tau_decreasing_in_p": bool(np.all(np.diff(mean_p[np.isfinite(mean_p)]) < 0)),
+        **gl.fit_summary(fits, ps),
         "never_grokked": int(np.sum(~np.isfinite(om["tau"])) + np.sum(~np.isfinite(pw["tau"]))),
         "never_grokked/omega_sweep": int(np.sum(~np.isfinite(om["tau"]))),
         "never_grokked/p_sweep": int(np.sum(~np.isfinite(pw["tau"]))),
@@ -313,25 +252,20 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         "steps_run/omega_sweep": om["steps_run"],
         "steps_run/p_sweep": [r["steps_run"] for r in by_p],
         "compile/p_sweep_traces": [r["traces"] for r in by_p],
+        **gl.setting_summary("omega", omegas, om["tau"], om["t_mem"]),
+        **gl.setting_summary("p", ps, pw["tau"], pw["t_mem"]),
     }
-    for name, values, res in (("omega", omegas, om), ("p", ps, pw)):
-        for i, v in enumerate(values):
-            stats = gl.setting_stats(res["tau"][i])
-            key = f"tau/{name}={v:g}"
-            summary[f"{key}/mean"], summary[f"{key}/std"] = stats["mean"], stats["std"]
-            summary[f"{key}/never_grokked"] = stats["n_never"]
-            summary[f"{key}/per_seed"] = res["tau"][i]
-            summary[f"t_mem/{name}={v:g}/mean"] = float(np.nanmean(res["t_mem"][i])) \
-                if np.isfinite(res["t_mem"][i]).any() else float("nan")
 
     bench = b["bench"]
     if bench["steps"]:
         log(f"benchmark: {len(seeds) * len(omegas)} runs x {bench['steps']} steps, grid program "
             "vs. one after another")
-        factory = lambda steps: make_trainer(  # noqa: E731
-            b["p_omega"], config.omega_sweep.batch_size or None, steps, config)
-        timing = benchmark(factory, seeds, omegas, b["lr"], b["init_scale"], bench["steps"],
-                           bench["vectorize"])
+        trainer = make_trainer(b["p_omega"], config.omega_sweep.batch_size or None,
+                               bench["steps"], config)
+        hp = trainer.default_hparams(lr=b["lr"], init_scale=b["init_scale"])
+        grid = {k: jnp.broadcast_to(v, (len(omegas),)) for k, v in hp.items()}
+        grid["weight_decay"] = jnp.asarray(omegas, jnp.float32)
+        timing = grid_vs_sequential(trainer, seeds, grid, bench["steps"], bench["vectorize"])
         summary.update({f"benchmark/{k}": v for k, v in timing.items()})
         log(f"benchmark: grid {timing['grid_seconds']:.1f}s vs sequential "
             f"{timing['sequential_seconds']:.1f}s ({timing['sequential_over_grid']:.2f}x)")
@@ -344,7 +278,8 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
              ps=np.asarray(ps), seeds=np.asarray(seeds), **arrays)
     grokking_law_figure(
         os.path.join(workdir, "figures", "grokking_law.png"), omegas, om["tau"],
-        (w_fit.C, w_fit.beta, w_fit.r2), ps, pw["tau"], (p_fit.Omega, p_fit.p_crit, p_fit.r2),
+        (fits.omega.C, fits.omega.beta, fits.omega.r2), ps, pw["tau"],
+        (fits.p.Omega, fits.p.p_crit, fits.p.r2),
         omega_title=f"p = {b['p_omega']}, {len(seeds)} seeds",
         p_title=f"omega = {b['p_sweep_omega']:g}, {len(seeds)} seeds")
     write_json(os.path.join(workdir, "summary.json"), summary)

@@ -16,6 +16,7 @@ Everything here is plain numpy (host side, after training); no scipy dependency.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -140,3 +141,66 @@ def setting_stats(tau: np.ndarray) -> dict[str, float]:
     return {"mean": float(ok.mean()) if ok.size else float("nan"),
             "std": float(ok.std()) if ok.size else float("nan"),
             "n_grokked": int(ok.size), "n_never": int(tau.size - ok.size)}
+
+
+# ------------------------------------------------------------------------------------------------
+# The two laws on a finished pair of sweeps
+# ------------------------------------------------------------------------------------------------
+@dataclasses.dataclass
+class LawFits:
+    """Both laws fitted on per-setting means (over grokked seeds) and on every run."""
+
+    omega: PowerLawFit        # tau = C omega^beta, on the means per omega
+    omega_runs: PowerLawFit   # the same on every (omega, seed) run
+    p: LogLawFit              # tau = -Omega log(1 - p_crit / p), on the means per p
+    p_runs: LogLawFit         # the same on every (p, seed) run
+    p_power: PowerLawFit      # tau ~ p^slope: the log-log slope in p
+    mean_tau_omega: np.ndarray  # [n_omega]
+    mean_tau_p: np.ndarray      # [n_p]
+
+
+def fit_laws(omegas: np.ndarray, tau_omega: np.ndarray, ps: np.ndarray,
+             tau_p: np.ndarray) -> LawFits:
+    """Fit both laws. ``tau_omega [n_omega, n_seeds]``, ``tau_p [n_p, n_seeds]`` (NaN: never)."""
+    n_seeds = tau_omega.shape[1]
+    mean_om = np.array([setting_stats(r)["mean"] for r in tau_omega])
+    mean_p = np.array([setting_stats(r)["mean"] for r in tau_p])
+    return LawFits(fit_power_law(omegas, mean_om),
+                   fit_power_law(np.repeat(omegas, n_seeds), tau_omega.ravel()),
+                   fit_log_law(ps, mean_p),
+                   fit_log_law(np.repeat(ps, tau_p.shape[1]), tau_p.ravel()),
+                   fit_power_law(ps, mean_p), mean_om, mean_p)
+
+
+def fit_summary(fits: LawFits, ps) -> dict[str, float | bool]:
+    """The summary.json numbers of ``fits`` (``ps``: the moduli of the p sweep)."""
+    w, p = fits.omega, fits.p
+    mean_p = fits.mean_tau_p
+    return {
+        "beta": w.beta, "beta_r2": w.r2, "C": w.C,
+        "beta_runs": fits.omega_runs.beta, "beta_runs_r2": fits.omega_runs.r2,
+        "Omega": p.Omega, "p_crit": p.p_crit, "p_fit_r2": p.r2,
+        # Only Omega * p_crit is identified when every p >> p_crit (tau ~ Omega p_crit / p);
+        # the fit then runs to the p_crit -> 0 end of its range.
+        "Omega_times_p_crit": p.Omega * p.p_crit,
+        "p_crit_identified": bool(1e-3 * min(ps) < p.p_crit < (1 - 1e-6) * min(ps)),
+        "Omega_runs": fits.p_runs.Omega, "p_crit_runs": fits.p_runs.p_crit,
+        "p_fit_runs_r2": fits.p_runs.r2,
+        "tau_vs_p_loglog_slope": fits.p_power.beta,
+        "tau_decreasing_in_p": bool(np.all(np.diff(mean_p[np.isfinite(mean_p)]) < 0)),
+    }
+
+
+def setting_summary(name: str, values, tau: np.ndarray, t_mem: np.ndarray) -> dict[str, Any]:
+    """Per setting ``{name}={value}``: tau's mean, std, never-grokked count and per-seed values,
+    and the mean memorization step. ``tau, t_mem [n_settings, n_seeds]``."""
+    out: dict[str, Any] = {}
+    for i, v in enumerate(values):
+        stats = setting_stats(tau[i])
+        key = f"tau/{name}={v:g}"
+        out[f"{key}/mean"], out[f"{key}/std"] = stats["mean"], stats["std"]
+        out[f"{key}/never_grokked"] = stats["n_never"]
+        out[f"{key}/per_seed"] = tau[i]
+        out[f"t_mem/{name}={v:g}/mean"] = float(np.nanmean(t_mem[i])) \
+            if np.isfinite(t_mem[i]).any() else float("nan")
+    return out
