@@ -39,7 +39,3 @@ def test_values_are_read_at_each_seeds_grokking_checkpoint():
     assert out["memorization_epoch"]["per_seed"] == [30.0, 30.0]
     assert out["modes/max_possible"] == 4 and out["acc/chance"] == pytest.approx(1 / 7)
 
-
-def test_seed_stats_skips_missing_and_non_finite_values():
-    out = gd.seed_stats([1.0, None, float("nan"), 3.0])
-    assert out == {"mean": 2.0, "std": 1.0, "n": 2, "per_seed": [1.0, None, None, 3.0]}

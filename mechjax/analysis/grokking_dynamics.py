@@ -6,7 +6,7 @@ fraction, redundancy gap and accuracies before, at and after grokking and at the
 Host side (numpy). Inputs: ``metrics[branch]`` ``{name: [n, E]}`` with an ``epoch [E]`` axis (the
 training evaluations), ``stats[branch]`` ``{CoreStats field: [C, n, ...]}`` and ``epochs[branch]``
 the C checkpoint epochs. A seed that never groks has None where a value is read at its grokking
-checkpoint, and is counted, not dropped.
+checkpoint, and is counted, not dropped (``analysis.seeds.seed_stats``).
 """
 from __future__ import annotations
 
@@ -15,18 +15,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from mechjax.analysis import grokking_core as gc
+from mechjax.analysis.seeds import seed_stats
 
 BRANCHES = ("wd1", "wd0")  # the main run and the branch, in files and summary keys
-
-
-def seed_stats(values: Sequence[Any]) -> dict[str, Any]:
-    """Mean/std over the seeds that have a value; per-seed list keeps None for the others."""
-    per = [None if v is None or (isinstance(v, float) and not np.isfinite(v)) else v
-           for v in values]
-    got = np.asarray([v for v in per if v is not None], float)
-    return {"mean": float(got.mean()) if got.size else None,
-            "std": float(got.std()) if got.size else None,
-            "n": int(got.size), "per_seed": per}
 
 
 def on_circle_fraction(s: Mapping[str, np.ndarray]) -> np.ndarray:
