@@ -11,6 +11,7 @@ import pytest
 from conftest import assert_refused_before_writing
 from experiments.ace_grokking import run
 from experiments.ace_grokking.configs import tiny
+from mechjax.analysis.seeds import STAT_KEYS
 
 FIGURES = ("accuracy_core_dim.png", "core_interventions.png", "eigenvalue_clocks.png",
            "core_dim_wd1_vs_wd0.png", "r_suf_vs_r_nec.png", "rotational_modes.png")
@@ -32,7 +33,7 @@ def test_tiny_end_to_end(tmp_path):
     with open(os.path.join(workdir, "summary.json")) as f:
         saved = json.load(f)
     for key in REQUIRED:
-        assert set(saved[key]) == {"mean", "std", "n", "per_seed"}, key
+        assert set(saved[key]) == set(STAT_KEYS), key  # the common per-seed schema
         assert len(saved[key]["per_seed"]) == n, key
     # Seeds that never grok are listed, with None in the per-seed entries, not dropped.
     grok = saved["grok_epoch"]["per_seed"]
