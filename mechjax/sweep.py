@@ -29,6 +29,7 @@ from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding, PartitionSpec
 
 from mechjax import watchdog
+from mechjax.io import write_npz
 from mechjax.train import Trainer, TrainState
 
 SEED_AXIS = "seed"
@@ -257,9 +258,7 @@ def write_metrics(path: str, metrics: Mapping[str, np.ndarray],
     arrays = {f"metrics/{k}": np.asarray(v) for k, v in metrics.items()}
     arrays.update({f"hparams/{k}": np.asarray(v) for k, v in hparams.items()})
     arrays["seeds"] = np.asarray(seeds)
-    tmp = path + ".tmp.npz"
-    np.savez(tmp, **arrays)
-    os.replace(tmp, path)
+    write_npz(path, arrays)
 
 
 def save_metrics(path: str, result: SweepResult) -> None:

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechjax.config import ModelConfig
+from mechjax.io import write_npz
 from mechjax.model import Params, param_shapes
 
 
@@ -22,10 +23,7 @@ class WeightsError(ValueError):
 
 def save_npz(params: Mapping[str, object], path: str) -> None:
     """Write ``params`` (one model, no seed axis) as an ``.npz`` state dict."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = path + ".tmp.npz"
-    np.savez(tmp, **{k: np.asarray(v) for k, v in params.items()})
-    os.replace(tmp, path)  # atomic: a crash never leaves a half-written file under `path`
+    write_npz(path, params)
 
 
 def read_npz(path: str) -> dict[str, np.ndarray]:

@@ -17,11 +17,18 @@ def run_module_env(extra=None):
     return env
 
 
+def require_reference() -> str:
+    """The reference checkpoint folder (``../shared/reference/assign_add`` beside the
+    repository); skips the test, naming that path, when it is not there."""
+    if not os.path.isdir(REFERENCE):
+        pytest.skip(f"reference checkpoints not found at {REFERENCE} (../shared beside the "
+                    "repository)")
+    return REFERENCE
+
+
 @pytest.fixture
 def reference_dir():
-    if not os.path.isdir(REFERENCE):
-        pytest.skip(f"reference checkpoints not found at {REFERENCE}")
-    return REFERENCE
+    return require_reference()
 
 
 PYTHON = sys.executable

@@ -81,12 +81,11 @@ CHECKPOINTS = ("step_1001", "step_3001", "step_5401", "final")
 
 @pytest.fixture(scope="module")
 def summary():
-    from conftest import REFERENCE
-    if not os.path.isdir(REFERENCE):
-        pytest.skip(f"reference checkpoints not found at {REFERENCE}")
+    from conftest import require_reference
+    reference = require_reference()
     from mechjax.weights import load_npz
     cfg = aa.model_config()
-    params = [load_npz(os.path.join(REFERENCE, f"{c}.npz"), cfg) for c in CHECKPOINTS]
+    params = [load_npz(os.path.join(reference, f"{c}.npz"), cfg) for c in CHECKPOINTS]
     stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *params)
     data = mech.probe_data(jax.random.PRNGKey(1), 512)
     paired = mech.paired_data(jax.random.PRNGKey(2), 512)

@@ -121,19 +121,18 @@ def test_theorem2_factor_under_the_stated_protocol():
 
 def test_readoffs_on_constructed_trajectories():
     t = np.linspace(0, 100, 101)
-    # sigmoids with known midpoints: gamma first, then beta, then alpha; delta earliest
-    mids = {"alpha": 70.0, "beta": 50.0, "gamma": 30.0, "delta": 10.0}
+    # sigmoids with known midpoints: alpha first, then gamma, then beta; delta earliest (not the
+    # default order of ``emergence_order``'s names, so returning them unsorted fails)
+    mids = {"alpha": 30.0, "beta": 70.0, "gamma": 50.0, "delta": 10.0}
     theta = np.stack([1 / (1 + np.exp(-(t - mids[n]) / 2)) for n in rd.NAMES], -1)
     em = ph.coordinate_emergence(t, theta)
     for n in rd.NAMES:
         assert abs(em[n] - mids[n]) < 1.0, (n, em[n])
-    assert ph.emergence_order(em) == ["gamma", "beta", "alpha"]
+    assert ph.emergence_order(em) == ["alpha", "gamma", "beta"]
     # departure from the start by 0.5 = the sigmoid's midpoint here
     dep = ph.departure_times(t, theta, 0.5)
-    assert ph.emergence_order(dep) == ["gamma", "beta", "alpha"]
+    assert ph.emergence_order(dep) == ["alpha", "gamma", "beta"]
     assert abs(dep["delta"] - mids["delta"]) < 1.0
-    x = np.stack([np.clip(t / 40, 0, 1), np.zeros_like(t)])
-    np.testing.assert_allclose(ph.first_crossing(t, x, 0.5), [20.0, np.inf])
     codes = ph.classify(np.array([0.9, 0.9, 0.1, 0.1]), np.array([0.1, 0.9, 0.9, 0.1]))
     assert [ph.WINNERS[c] for c in codes] == ["ICL", "both", "IWL", "neither"]
     # a planted contour s * b = 0.6 is recovered
@@ -153,12 +152,18 @@ def test_tiny_end_to_end(tmp_path):
                 "confinement/rel_residual", "speed/ratio_train_per_cell_vs_grid",
                 "theorem2/conditions", "theorem2/protocols", "grid/contour_sb"):
         assert key in saved, key
-    assert sorted(saved["emergence_order"]) == ["alpha", "beta", "gamma"]
+    # The readout scale gamma moves first at the reference cell; alpha and beta later or never
+    # (None) within the tiny horizon (gamma ~117, alpha / beta never measured).
+    times = saved["emergence_times_ode"]
+    assert saved["emergence_order"][0] == "gamma" and times["gamma"] is not None
+    assert all(times[n] is None or times[n] > times["gamma"] for n in ("alpha", "beta")), times
     assert saved["confinement/rel_residual"] < 1e-5
     assert saved["ode_vs_training/max_rel_deviation"] < 0.05
     assert saved["theorem3/r2"] > 0.95
     assert len(saved["theorem2/protocols"]) >= 4
-    assert 0.0 <= saved["full_grid/winner_agreement_with_4coord"] <= 1.0
+    # The full-manifold ODE and the 4-coordinate closed form pick the same winner on at least 3
+    # of the 4 tiny cells (all 4 measured).
+    assert saved["full_grid/winner_agreement_with_4coord"] >= 0.75
     for name in ("phase_fr_fv.png", "phase_b_fr.png", "trajectories_abgd.png",
                  "phase_full_manifold.png", "phase_full_manifold_4coord.png",
                  "trajectories_ode_vs_training.png", "theorem2.png", "theorem3.png"):

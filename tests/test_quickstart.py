@@ -20,9 +20,12 @@ def test_quickstart_end_to_end_then_refuses_other_config(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "chunk 3/3" in proc.stderr and "ETA" in proc.stderr  # progress lines
     summary = json.load(open(wd / "summary.json"))
-    assert summary["n_seeds"] == 3 and len(summary["acc/test_per_seed"]) == 3
-    for key in ("grok_step/per_seed", "fourier/top5_energy_fraction", "acc/train"):
+    assert summary["n_seeds"] == 3 and len(summary["acc/test"]["per_seed"]) == 3
+    for key in ("grok_step", "mem_step", "fourier/top5_energy_fraction", "acc/train"):
         assert key in summary
+    # A seed can only grok after it memorized (the train split is learned first).
+    for mem, grok in zip(summary["mem_step"]["per_seed"], summary["grok_step"]["per_seed"]):
+        assert grok is None or (mem is not None and mem <= grok)
     assert sorted(os.listdir(wd / "figures")) == ["accuracy.png", "embedding_spectrum.png",
                                                  "loss.png"]
     assert os.listdir(wd / "checkpoints")

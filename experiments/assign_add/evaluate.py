@@ -14,7 +14,6 @@ before anything is written.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -26,6 +25,7 @@ import numpy as np
 from absl import app, flags
 
 from mechjax.config import ModelConfig
+from mechjax.io import write_json
 from mechjax.model import Params, apply
 from mechjax.tasks import assign_add as aa
 from mechjax.weights import WeightsError, load_npz
@@ -115,13 +115,6 @@ def mechanism(params: Params, seed: int = 0, n: int = 1024) -> dict[str, float]:
     return {f"mech/{k}": float(v) for k, v in out.items()}
 
 
-def _write_json(path: str, payload: dict) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(payload, fh, indent=2, sort_keys=True)
-    os.replace(tmp, path)
-
-
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments {argv[1:]}")
@@ -151,7 +144,7 @@ def main(argv):
                     "seed": _SEED.value, "seconds": round(time.time() - start, 2)})
     os.makedirs(workdir, exist_ok=True)
     path = os.path.join(workdir, "summary.json")
-    _write_json(path, summary)
+    write_json(path, summary)
     for key in sorted(k for k in summary if k.startswith("acc/")):
         print(f"{key:40s} {summary[key]:.4f}  (n={summary['n/' + key[4:]]})")
     for key in sorted(k for k in summary if k.startswith("mech/")):

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechjax import experiment
+from mechjax.analysis.curves import first_crossing
 from mechjax.analysis.imir import basis as ib
 from mechjax.analysis.imir import cells as imir_cells
 from mechjax.analysis.imir import confinement as cf
@@ -32,7 +33,7 @@ from mechjax.config import ConfigError
 from mechjax.plots import imir as plots
 from mechjax.sweep import log
 from mechjax.tasks import blocklist as bl
-from mechjax.io import write_json
+from mechjax.io import write_json, write_npz
 
 EMERGENCE_LEVEL = 0.5  # coordinates start at 0.1: a move of 0.5 is well past the start
 KEYS = {
@@ -209,8 +210,8 @@ def _readoff(out: dict, t: np.ndarray, b: np.ndarray, threshold: float,
     ceiling = b / (b + 1.0) if capped else np.ones_like(b)
     icl_level = threshold * ceiling
     p_rare = out["p_rare"]
-    emergence = np.array([ph.first_crossing(t, p_rare[i], icl_level[i])
-                          for i in range(len(p_rare))])
+    emergence = np.array([first_crossing(t, p_rare[i], icl_level[i], interpolate="linear",
+                                         never=np.inf) for i in range(len(p_rare))])
     icl = p_rare[:, -1] >= icl_level
     iwl = out["p_iwl"][:, -1] >= threshold
     return {"winner": icl.astype(int) + 2 * iwl.astype(int), "p_rare": p_rare[:, -1],
@@ -416,7 +417,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
                    "Theorem 2: ICL gradient suppression by IWL")
     plots.theorem3(os.path.join(fig_dir, "theorem3.png"), summary.pop("_t3_series"),
                    "Theorem 3: ICL gradient vs burstiness")
-    np.savez(os.path.join(workdir, "metrics.npz"), **metrics)
+    write_npz(os.path.join(workdir, "metrics.npz"), metrics)
     summary = _finite(summary)
     write_json(os.path.join(workdir, "summary.json"), summary)
     return summary

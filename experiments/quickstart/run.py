@@ -7,15 +7,15 @@ from typing import Any
 import jax
 import numpy as np
 
-from mechjax.analysis.curves import first_crossing
-
 from mechjax import experiment
 from mechjax.analysis import fourier
+from mechjax.analysis.curves import first_crossing
+from mechjax.analysis.seeds import seed_stats
+from mechjax.io import write_json
 from mechjax.plots import curves, heatmaps
 from mechjax.sweep import log, run_sweep, save_metrics
 from mechjax.tasks import modular
 from mechjax.train import make_train
-from mechjax.io import write_json
 
 
 
@@ -69,12 +69,9 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     finite = m["finite"][:, -1].astype(bool)
     summary = {
         "n_seeds": len(seeds),
-        "acc/train": float(np.mean(m["acc/train"][:, -1])),
-        "acc/test": float(np.mean(m["acc/test"][:, -1])),
-        "acc/test_per_seed": m["acc/test"][:, -1],
-        "mem_step/per_seed": t_mem, "grok_step/per_seed": t_grok,
-        "grok_step/mean": float(np.nanmean(t_grok)) if np.isfinite(t_grok).any() else None,
-        "grok_step/std": float(np.nanstd(t_grok)) if np.isfinite(t_grok).any() else None,
+        "acc/train": seed_stats(m["acc/train"][:, -1]),
+        "acc/test": seed_stats(m["acc/test"][:, -1]),
+        "mem_step": seed_stats(t_mem), "grok_step": seed_stats(t_grok),
         "grokked_fraction": float(np.mean(np.isfinite(t_grok))),
         "fourier/top5_energy_fraction": top5,
         "fourier/key_frequencies": key_freqs,
@@ -86,6 +83,10 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
 
 
 def format_summary(summary: dict[str, Any]) -> str:
-    keys = ["n_seeds", "acc/train", "acc/test", "grokked_fraction", "grok_step/mean",
-            "grok_step/std", "diverged_seeds"]
-    return "\n".join(f"{k:>20s}: {summary[k]}" for k in keys)
+    rows = {"n_seeds": summary["n_seeds"], "acc/train": summary["acc/train"]["mean"],
+            "acc/test": summary["acc/test"]["mean"],
+            "grokked_fraction": summary["grokked_fraction"],
+            "grok_step/mean": summary["grok_step"]["mean"],
+            "grok_step/std": summary["grok_step"]["std"],
+            "diverged_seeds": summary["diverged_seeds"]}
+    return "\n".join(f"{k:>20s}: {v}" for k, v in rows.items())

@@ -6,7 +6,8 @@ Read-offs (all from the closed-form population, so they are exact for the reduce
                resampled per sequence: only the induction circuit can predict them);
   IWL formed   probability of ``C(a)`` from the in-weights readout alone ``p_iwl >= threshold``;
   winner       0 neither, 1 ICL only, 2 IWL only, 3 both (at the end of the horizon);
-  emergence    first saved time at which ``p_rare`` reaches the threshold (``inf``: never).
+  emergence    time at which ``p_rare`` reaches the threshold, linearly interpolated between
+               saved times (``curves.first_crossing``; ``inf``: never).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mechjax.analysis.curves import first_crossing
 from mechjax.analysis.imir import reduced as rd
 
 WINNERS = ("neither", "ICL", "IWL", "both")
@@ -54,33 +56,14 @@ def classify(p_rare: np.ndarray, p_iwl: np.ndarray, threshold: float = 0.5) -> n
             + 2 * (np.asarray(p_iwl) >= threshold).astype(int))
 
 
-def first_crossing(t: np.ndarray, x: np.ndarray, threshold: float) -> np.ndarray:
-    """First ``t`` at which ``x [..., n_t]`` reaches ``threshold`` (``inf`` if it never does),
-    linearly interpolated between saved times."""
-    x = np.asarray(x, np.float64)
-    t = np.asarray(t, np.float64)
-    hit = x >= threshold
-    idx = np.argmax(hit, -1)
-    out = np.full(x.shape[:-1], np.inf)
-    any_hit = hit.any(-1)
-    i = idx[any_hit]
-    xs = x[any_hit]
-    rows = np.arange(len(i))
-    x1, t1 = xs[rows, i], t[i]
-    prev = np.maximum(i - 1, 0)
-    x0, t0 = xs[rows, prev], t[prev]
-    frac = np.where((i > 0) & (x1 > x0), (threshold - x0) / np.where(x1 > x0, x1 - x0, 1), 0.0)
-    out[any_hit] = np.where(i > 0, t0 + frac * (t1 - t0), t1)
-    return out
-
-
 def coordinate_emergence(t: np.ndarray, theta: np.ndarray,
                          names: Sequence[str] = rd.NAMES) -> dict[str, float]:
     """First time each coordinate covers half of its total change (``theta [n_t, n]``)."""
     theta = np.asarray(theta, np.float64)
     change = np.abs(theta - theta[0])
     total = change[-1]
-    return {n: float(first_crossing(t, change[:, j] / max(total[j], 1e-30), 0.5))
+    return {n: float(first_crossing(t, change[:, j] / max(total[j], 1e-30), 0.5,
+                                    interpolate="linear", never=np.inf))
             for j, n in enumerate(names)}
 
 
@@ -90,7 +73,8 @@ def departure_times(t: np.ndarray, theta: np.ndarray, level: float = 0.5,
     Unlike ``coordinate_emergence`` this does not depend on the horizon (gamma, a readout
     scale, keeps growing after the induction head has formed)."""
     change = np.abs(np.asarray(theta, np.float64) - np.asarray(theta, np.float64)[0])
-    return {n: float(first_crossing(t, change[:, j], level)) for j, n in enumerate(names)}
+    return {n: float(first_crossing(t, change[:, j], level, interpolate="linear", never=np.inf))
+            for j, n in enumerate(names)}
 
 
 def emergence_order(times: dict[str, float], which: Sequence[str] = ("gamma", "beta", "alpha"),
