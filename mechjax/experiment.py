@@ -1,7 +1,8 @@
-"""Shared plumbing of ``python -m experiments.<name>``: configs to dataclasses, checks, start-up.
+"""Shared plumbing of ``python -m experiments.<name>``: configs to dataclasses, start-up, the CLI.
 
-Every experiment validates its whole config (model, training, task, seeds) *before* it compiles
-anything or writes to the workdir, so a typo costs seconds, not a half-written run.
+Every experiment validates its whole config against its ``Schema`` (``mechjax.config_schema``)
+*before* it compiles anything or writes to the workdir, so a typo costs seconds, not a
+half-written run.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any, Mapping
 
 from mechjax import watchdog
 from mechjax.config import ConfigError, ModelConfig
+from mechjax.config_schema import Schema
 from mechjax.train import TrainConfig
 from mechjax.workdir import enable_compilation_cache, prepare
 
@@ -35,43 +37,10 @@ def train_config(values: Mapping[str, Any]) -> TrainConfig:
 
 
 def seeds(config: Any) -> list[int]:
-    """``config.n_seeds`` consecutive seeds from ``config.seed_offset`` (default 0)."""
-    n = config.n_seeds
+    """``config.n_seeds`` consecutive seeds from ``config.seed_offset`` (the schema's ``SEEDS``
+    keys, already checked)."""
     offset = config.get("seed_offset", 0) if hasattr(config, "get") else 0
-    if not isinstance(n, int) or n <= 0:
-        raise ConfigError(f"n_seeds={n!r}: must be a positive integer")
-    if not isinstance(offset, int) or offset < 0:
-        raise ConfigError(f"seed_offset={offset!r}: must be a non-negative integer")
-    return list(range(offset, offset + n))
-
-
-def check_keys(name: str, values: Any, allowed: set[str], required: set[str] | None = None
-               ) -> dict:
-    """``values`` (config section ``name``) as a dict; unknown keys, and missing ``required`` ones
-    (default: all of ``allowed``), raise a ConfigError that lists what is allowed."""
-    values = as_dict(values)
-    required = allowed if required is None else required
-    unknown, missing = sorted(set(values) - allowed), sorted(required - set(values))
-    if unknown or missing:
-        where = f"config.{name}" if name else "config"
-        raise ConfigError(f"{where}: unknown keys {unknown}, missing keys {missing}; "
-                          f"allowed: {sorted(allowed)}")
-    return values
-
-
-def positive_int(name: str, value: Any, minimum: int = 1) -> int:
-    """``value`` if it is an int (not a bool) >= ``minimum``, else a ConfigError naming it."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ConfigError(f"{name}={value!r}: must be an integer >= {minimum}")
-    return value
-
-
-def check_fraction(name: str, value: float, low_open: bool = True) -> float:
-    """Fractions are in (0, 1]; the error names the value."""
-    ok = (0.0 < value <= 1.0) if low_open else (0.0 <= value <= 1.0)
-    if not ok:
-        raise ConfigError(f"{name}={value!r}: must be in {'(0' if low_open else '[0'}, 1]")
-    return float(value)
+    return list(range(offset, offset + config.n_seeds))
 
 
 def start(workdir: str, config: Any, overwrite: bool) -> bool:
@@ -99,10 +68,12 @@ def _user_errors() -> tuple[type[Exception], ...]:
 USER_ERRORS = _user_errors()
 
 
-def run_cli(run_fn, format_fn, main_file: str, default_config: str = "cpu.py") -> None:
+def run_cli(run_fn, format_fn, main_file: str, schema: Schema,
+            default_config: str = "cpu.py") -> None:
     """The whole ``__main__`` of an experiment: ``--workdir``, ``--config`` (an ml_collections
-    file beside ``main_file`` in ``configs/``, overridable as ``--config.key=value``) and
-    ``--overwrite``; then ``run_fn(config, workdir, overwrite=...)`` and a printed summary."""
+    file beside ``main_file`` in ``configs/``, overridable as ``--config.key=value``; its keys and
+    their allowed values in ``--help`` come from ``schema``) and ``--overwrite``; then
+    ``run_fn(config, workdir, overwrite=...)`` and a printed summary."""
     import os
     import sys
 
@@ -111,23 +82,43 @@ def run_cli(run_fn, format_fn, main_file: str, default_config: str = "cpu.py") -
 
     config = config_flags.DEFINE_config_file(
         "config", os.path.join(os.path.dirname(os.path.abspath(main_file)), "configs",
-                               default_config), "experiment config file")
+                               default_config), schema.help())
     workdir = flags.DEFINE_string("workdir", None,
                                   "run folder (config, checkpoints, metrics, figures, summary)")
-    overwrite = flags.DEFINE_bool("overwrite", False,
-                                  "replace a run of a different config in --workdir")
+    overwrite = flags.DEFINE_bool(
+        "overwrite", False, "delete everything in --workdir first and train from scratch "
+        "(after a config change, or to rerun an unchanged config fresh); without it a run of "
+        "the same config resumes and a different config is refused")
+
+    def parse(argv: list[str]) -> list[str]:
+        try:
+            return app.parse_flags_with_usage(argv)
+        except (AttributeError, KeyError, TypeError, ValueError) as err:
+            # ml_collections raises these from inside flag parsing for an override of a key
+            # the config does not have; the schema says which keys exist.
+            line = schema.override_error(argv) or f"{type(err).__name__}: {err}".splitlines()[0]
+            sys.exit(f"error: {line}")
 
     def main(argv):
         if len(argv) > 1:
             raise app.UsageError(f"unexpected arguments {argv[1:]}")
         quiet_library_logs()
         try:
+            values = config.value
+            values.keys()  # a file that failed to load raises on first use
+        except OSError as err:
+            path = config_flags.get_config_filename(flags.FLAGS["config"])
+            sys.exit(f"error: --config={path}: cannot load it "
+                     f"({str(err).strip().splitlines()[-1].strip()})")
+        try:
             # A deadlocked XLA call on CPU ends the run with one line instead of hanging.
             with watchdog.watch(f"python -m {os.path.basename(os.path.dirname(main_file))}"):
-                summary = run_fn(config.value, workdir.value, overwrite=overwrite.value)
+                summary = run_fn(values, workdir.value, overwrite=overwrite.value)
         except USER_ERRORS as err:  # a bad flag or file: say what and stop, no traceback
             sys.exit(f"error: {err}")
         print(format_fn(summary))
 
     flags.mark_flag_as_required("workdir")
-    app.run(main)
+    for name in ("config", "workdir", "overwrite"):  # listed by --help, not only --helpfull
+        flags.FLAGS.register_key_flag_for_module(sys.argv[0], flags.FLAGS[name])
+    app.run(main, flags_parser=parse)

@@ -31,6 +31,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 from mechjax import watchdog
 from mechjax.io import write_npz
 from mechjax.train import Trainer, TrainState
+from mechjax.workdir import SaveError
 
 SEED_AXIS = "seed"
 
@@ -214,13 +215,17 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
         if on_state is not None:
             on_state(c + 1, jax.tree.map(lambda x: x[:len(seeds)], _to_host(state)))
         if manager is not None:
-            manager.save(c + 1, args=ocp.args.StandardSave({"state": state, "metrics": metrics}))
-            manager.wait_until_finished()  # raises if the save failed
-            if jax.process_index() == 0:  # metrics so far, readable while the sweep runs
-                write_metrics(os.path.join(workdir, "metrics.npz"),
-                              {k: v[:len(seeds), :, :min((c + 1) * chunk, n_evals)]
-                               for k, v in metrics.items()},
-                              full, seeds)
+            try:
+                manager.save(c + 1, args=ocp.args.StandardSave({"state": state,
+                                                                 "metrics": metrics}))
+                manager.wait_until_finished()  # raises if the save failed
+                if jax.process_index() == 0:  # metrics so far, readable while the sweep runs
+                    write_metrics(os.path.join(workdir, "metrics.npz"),
+                                  {k: v[:len(seeds), :, :min((c + 1) * chunk, n_evals)]
+                                   for k, v in metrics.items()},
+                                  full, seeds)
+            except Exception as err:  # orbax wraps OS errors in several types
+                raise SaveError(workdir, c + 1, n_chunks, manager.latest_step(), err) from err
         if log_every_chunk:
             _log_progress(c + 1, n_chunks, done_at_start, t0, chunk_metrics, trainer,
                           len(seeds) * n_grid)

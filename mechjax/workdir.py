@@ -9,21 +9,39 @@ from typing import Any, Mapping
 from mechjax.io import to_jsonable, write_json
 
 CONFIG_FILE = "config.json"
-RUN_OUTPUTS = ("checkpoints", "metrics.npz", "summary.json", "figures")
 
 
 class WorkdirError(ValueError):
     """The workdir holds something that must not be overwritten."""
 
 
+class SaveError(WorkdirError):
+    """A checkpoint or metrics write failed mid-run: one line saying what and how to resume."""
+
+    def __init__(self, workdir: str, chunk: int, n_chunks: int, last_saved: int | None,
+                 cause: BaseException):
+        reason = (str(cause).strip().splitlines() or [""])[0][:300]
+        resume = (f"rerunning the same command resumes from the last checkpoint (chunk "
+                  f"{last_saved}/{n_chunks})" if last_saved else
+                  "no checkpoint was saved, so rerunning the same command starts from scratch")
+        super().__init__(f"saving chunk {chunk}/{n_chunks} to {workdir!r} failed "
+                         f"({type(cause).__name__}: {reason}); {resume}")
+
+
 def prepare(workdir: str, config: Mapping[str, Any], overwrite: bool = False) -> bool:
     """Make ``workdir`` ready for a run of ``config``; returns True when resuming.
 
-    A workdir holding a run of a *different* config is refused unless ``overwrite``, in which
-    case that run's outputs are deleted. Nothing is written before the check passes.
+    A workdir holding a run of the same config resumes it; one of a *different* config is
+    refused. ``overwrite`` always starts from scratch: everything in the workdir (every sweep,
+    checkpoint, metric and figure of the old run, in any subfolder) is deleted first, whether or
+    not the config changed. A folder that holds files but no ``config.json`` is not a run and is
+    never deleted. Nothing is written or deleted before these checks pass.
     """
     if not workdir:
         raise WorkdirError("--workdir is required")
+    if os.path.exists(workdir) and not os.path.isdir(workdir):
+        raise WorkdirError(f"--workdir={workdir!r} is a file, not a folder; give a folder path "
+                           "(it is created if missing)")
     config = to_jsonable(config)
     path = os.path.join(workdir, CONFIG_FILE)
     if os.path.exists(path):
@@ -31,29 +49,41 @@ def prepare(workdir: str, config: Mapping[str, Any], overwrite: bool = False) ->
             try:
                 old = json.load(f)
             except json.JSONDecodeError as err:
-                raise WorkdirError(f"{path} is not valid JSON ({err}); pass --overwrite to "
-                                   "replace this run") from err
-        if old == config:
+                if not overwrite:
+                    raise WorkdirError(f"{path} is not valid JSON ({err}); pass --overwrite to "
+                                       "replace this run") from err
+                old = None
+        if overwrite:
+            clear(workdir)
+        elif old == config:
             return True
-        if not overwrite:
+        else:
             changed = sorted(_diff_keys(old, config))
             raise WorkdirError(
                 f"workdir {workdir!r} holds a run of a different config (differing keys: "
                 f"{changed[:10]}); use another --workdir or pass --overwrite to replace it")
-        for name in RUN_OUTPUTS:
-            target = os.path.join(workdir, name)
-            if os.path.isdir(target):
-                shutil.rmtree(target)
-            elif os.path.exists(target):
-                os.remove(target)
-    elif os.path.isdir(workdir) and os.listdir(workdir) and not overwrite:
-        stray = [n for n in os.listdir(workdir) if n in RUN_OUTPUTS]
-        if stray:
-            raise WorkdirError(f"workdir {workdir!r} has run outputs {stray} but no {CONFIG_FILE}; "
-                               "pass --overwrite to replace them")
+    elif os.path.isdir(workdir) and os.listdir(workdir):
+        entries = sorted(os.listdir(workdir))
+        raise WorkdirError(f"workdir {workdir!r} is not empty ({entries[:5]}) but has no "
+                           f"{CONFIG_FILE}, so it is no run to resume or replace; nothing was "
+                           "deleted: use a new or empty folder")
     os.makedirs(workdir, exist_ok=True)
     write_json(path, config)
     return False
+
+
+def clear(workdir: str) -> None:
+    """Delete everything in the run folder ``workdir``; ``config.json`` goes last, so a
+    deletion cut short still leaves a folder that ``--overwrite`` recognizes as a run."""
+    for name in sorted(os.listdir(workdir)):
+        if name == CONFIG_FILE:
+            continue
+        target = os.path.join(workdir, name)
+        if os.path.isdir(target) and not os.path.islink(target):
+            shutil.rmtree(target)
+        else:
+            os.remove(target)
+    os.remove(os.path.join(workdir, CONFIG_FILE))
 
 
 def _diff_keys(a: Any, b: Any, prefix: str = "") -> set[str]:

@@ -61,7 +61,7 @@ def test_tiny_end_to_end(tmp_path):
     (lambda c: setattr(c, "n_seeds", 0), "n_seeds=0"),
     (lambda c: c.ace.__setattr__("tau", 1.5), "ace.tau=1.5"),
     (lambda c: c.ace.__setattr__("jac_samples", 10 ** 7), "ace.jac_samples"),
-    (lambda c: c.model.__setattr__("n_head", 4), "unknown model config keys ['n_head']"),
+    (lambda c: c.model.__setattr__("n_head", 4), "config.model: unknown keys ['n_head']"),
     (lambda c: c.ace.__setattr__("taus", 0.9), "config.ace: unknown keys ['taus']"),
     (lambda c: c.__setattr__("epochs", 40), "config: unknown keys ['epochs']"),
     (lambda c: c.task.__setattr__("batch_size", 10 ** 6), "task.batch_size"),

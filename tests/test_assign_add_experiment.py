@@ -181,8 +181,8 @@ def test_bad_config_fails_before_the_workdir_is_written(tmp_path, edit, message)
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda c: setattr(c, "grid", (0.0, 0.5)), "grid (f)=0.0"),
-    (lambda c: setattr(c, "grid", (0.5, 1.2)), "grid (f)=1.2"),
+    (lambda c: setattr(c, "grid", (0.0, 0.5)), "config.grid=(0.0, 0.5)"),
+    (lambda c: setattr(c, "grid", (0.5, 1.2)), "config.grid=(0.5, 1.2)"),
     (lambda c: setattr(c, "grid", (0.5, 1.0)), "no held-out"),
     (lambda c: setattr(c, "grid", (0.5, 0.3)), "strictly increasing"),
     (lambda c: setattr(c, "n_seeds", 0), "n_seeds=0"),
@@ -206,7 +206,7 @@ def test_command_line_refuses_bad_flag_before_writing(tmp_path):
     proc = subprocess.run([PYTHON, "-m", "experiments.assign_add.sweep_data", f"--workdir={wd}",
                            "--config.grid=(0.5,1.2)"], cwd=REPO, env=run_module_env(),
                           capture_output=True, text=True, timeout=300)
-    assert proc.returncode != 0 and "grid (f)=1.2" in proc.stderr, proc.stderr[-2000:]
+    assert proc.returncode != 0 and "config.grid=(0.5, 1.2)" in proc.stderr, proc.stderr[-2000:]
     assert not wd.exists()
     proc = subprocess.run([PYTHON, "-m", "experiments.assign_add.progress",
                            f"--workdir={tmp_path / 'none'}"], cwd=REPO, env=run_module_env(),

@@ -47,6 +47,23 @@ def test_tiny_end_to_end(tmp_path):
     assert "beta" in run.format_summary(summary)
 
 
+def test_overwrite_with_another_lr_resumes_nothing_of_the_old_run(tmp_path, capsys):
+    """The new-user report: an overwrite with a changed lr resumed the old omega_sweep/ and
+    p_sweep/ checkpoints and wrote the old run's metrics under the new config."""
+    config, workdir = tiny.get_config(), str(tmp_path / "run")
+    config.p_sweep.ps = (5,)
+    run.run(config, workdir)
+    curves = os.path.join(workdir, "omega_sweep", "metrics.npz")  # accuracy after every step
+    old = np.load(curves)["metrics/acc/train"]
+    capsys.readouterr()
+    config.hparams.lr = 3e-2
+    run.run(config, workdir, overwrite=True)
+    assert "resumed" not in capsys.readouterr().err
+    assert not np.array_equal(old, np.load(curves)["metrics/acc/train"])
+    with open(os.path.join(workdir, "config.json")) as f:
+        assert json.load(f)["hparams"]["lr"] == 3e-2
+
+
 def test_accuracy_is_evaluated_every_step_on_the_full_split():
     """The in-scan evaluation equals a host-side evaluation of the same parameters, and there is
     one evaluation per optimizer step."""
@@ -71,10 +88,10 @@ def test_accuracy_is_evaluated_every_step_on_the_full_split():
     (lambda c: setattr(c, "threshold", 1.5), "threshold=1.5"),
     (lambda c: c.omega_sweep.__setattr__("omegas", (0.5, -1.0)), "omega_sweep.omegas"),
     (lambda c: c.omega_sweep.__setattr__("batch_size", 10 ** 6), "omega_sweep.batch_size"),
-    (lambda c: c.p_sweep.__setattr__("ps", (5, 2)), "p_sweep.ps=2"),
+    (lambda c: c.p_sweep.__setattr__("ps", (5, 2)), "p_sweep.ps=(5, 2)"),
     (lambda c: c.p_sweep.__setattr__("omega", 0.0), "p_sweep.omega=0.0"),
     (lambda c: c.omega_sweep.__setattr__("steps", 0), "omega_sweep.steps=0"),
-    (lambda c: c.model.__setattr__("n_head", 4), "unknown model config keys ['n_head']"),
+    (lambda c: c.model.__setattr__("n_head", 4), "config.model: unknown keys ['n_head']"),
     (lambda c: c.__setattr__("epochs", 40), "config: unknown keys ['epochs']"),
     (lambda c: c.task.__setattr__("train_fraction", 1.5), "task.train_fraction=1.5"),
     (lambda c: c.benchmark.__setattr__("vectorize", "pmap"), "benchmark.vectorize"),

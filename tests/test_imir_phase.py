@@ -177,7 +177,7 @@ def test_tiny_end_to_end(tmp_path):
     (lambda c: setattr(c.grid, "n", 1), "grid.n=1"),
     (lambda c: setattr(c.task, "b", 5), "task.b=5"),
     (lambda c: setattr(c.ode, "n_steps", 25), "ode.n_steps=25 must be a multiple"),
-    (lambda c: setattr(c.theorem2, "settings", [[0.1, 0.0]] * 3), "need >= 6"),
+    (lambda c: setattr(c.theorem2, "settings", [[0.1, 0.0]] * 3), "theorem2.settings="),
     (lambda c: setattr(c.task, "n_common", 4), "n_common=4"),
     (lambda c: setattr(c.grid, "f_v_max", 1.5), "grid.f_v_max=1.5"),
 ])

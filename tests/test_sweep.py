@@ -12,6 +12,7 @@ from mechjax.sweep import grid_product, run_sweep
 from mechjax.tasks import modular
 from mechjax.config import ModelConfig
 from mechjax.train import TrainConfig, make_train
+from mechjax.workdir import SaveError
 
 
 
@@ -93,17 +94,28 @@ def test_sigkill_then_resume_matches_uninterrupted_run_on_several_devices(tmp_pa
         np.testing.assert_allclose(a["p/" + k], v, rtol=1e-5, atol=1e-6, err_msg=k)
 
 
-def test_save_errors_are_raised(tmp_path, monkeypatch):
+def test_a_failed_save_is_one_line_saying_where_the_run_resumes(tmp_path, monkeypatch, capsys):
     task = modular.make_task(p=5, batch_size=8)
     tr = make_train(task, ModelConfig(n_layers=1, d_model=8, n_heads=1, d_mlp=8, d_vocab=5,
                                       n_ctx=2), TrainConfig(steps=4, eval_every=2))
+    real_save, calls = ocp.CheckpointManager.save, []
 
-    def broken_save(self, *args, **kwargs):
-        raise OSError("disk full")
+    def save_once_then_fail(self, *args, **kwargs):  # the second save hits a full disk
+        calls.append(1)
+        if len(calls) > 1:
+            raise OSError("disk full")
+        return real_save(self, *args, **kwargs)
 
-    monkeypatch.setattr(ocp.CheckpointManager, "save", broken_save)
-    with pytest.raises(OSError, match="disk full"):
+    monkeypatch.setattr(ocp.CheckpointManager, "save", save_once_then_fail)
+    with pytest.raises(SaveError) as err:
         run_sweep(tr, [0], None, str(tmp_path / "w"), chunk_evals=1)
+    message = str(err.value)
+    assert "\n" not in message and "saving chunk 2/2" in message and "disk full" in message
+    assert "resumes from the last checkpoint (chunk 1/2)" in message
+    monkeypatch.setattr(ocp.CheckpointManager, "save", real_save)
+    capsys.readouterr()
+    run_sweep(tr, [0], None, str(tmp_path / "w"), chunk_evals=1)
+    assert "resumed from the checkpoint after chunk 1/2" in capsys.readouterr().err
 
 
 def test_bad_sweep_inputs():

@@ -35,16 +35,8 @@ from mechjax.tasks import modular
 from mechjax.train import make_train
 from mechjax.io import write_json
 
-TOP_KEYS = {"n_seeds", "seed_offset", "task", "model", "train", "hparams", "branch",
-            "checkpoints", "ace"}
-TASK_KEYS = {"p", "train_fraction", "split_seed", "batch_size"}
-MODEL_KEYS = {"n_layers", "d_model", "n_heads", "d_mlp", "dropout", "causal"}
-TRAIN_KEYS = {"epochs", "eval_every_epochs"}
-HPARAM_KEYS = {"lr", "weight_decay"}
-BRANCH_KEYS = {"epoch", "weight_decay"}
-CHECKPOINT_KEYS = {"dense_every", "dense_until", "sparse_every"}
-ACE_KEYS = {"tau", "rel_tol", "holdout_frac", "holdout_start", "float64", "checkpoint_batch",
-            "clock_epochs", "grok_threshold"}
+from experiments.ace_grokking.schema import SCHEMA
+
 BRANCHES = gd.BRANCHES
 
 
@@ -60,35 +52,22 @@ def _multiple(name: str, value: int, of_name: str, of: int) -> None:
 
 
 def build(config) -> dict[str, Any]:
-    """Everything derived from the config, checked before any compilation or file write."""
-    experiment.check_keys("", config, TOP_KEYS)
-    task_cfg = experiment.check_keys("task", config.task, TASK_KEYS)
-    model_cfg_values = experiment.check_keys("model", config.model, MODEL_KEYS)
-    train_cfg = experiment.check_keys("train", config.train, TRAIN_KEYS)
-    hp = experiment.check_keys("hparams", config.hparams, HPARAM_KEYS)
-    branch = experiment.check_keys("branch", config.branch, BRANCH_KEYS)
-    ck = experiment.check_keys("checkpoints", config.checkpoints, CHECKPOINT_KEYS)
-    ace_cfg = experiment.check_keys("ace", config.ace, ACE_KEYS)
+    """Everything derived from the checked ``config`` (the relations between keys checked
+    here), before any compilation or file write."""
+    task_cfg, train_cfg, ck = config.task, config.train, config.checkpoints
+    hp, branch = experiment.as_dict(config.hparams), experiment.as_dict(config.branch)
+    ace_cfg = experiment.as_dict(config.ace)
     seeds = experiment.seeds(config)
 
-    p = task_cfg["p"]
-    if not isinstance(p, int) or p < 3:
-        raise ConfigError(f"task.p={p!r}: must be an integer >= 3")
-    frac = experiment.check_fraction("task.train_fraction", task_cfg["train_fraction"])
+    p, frac, batch = task_cfg.p, task_cfg.train_fraction, task_cfg.batch_size
     n_train = int(np.round(frac * p * p))
     if not 0 < n_train < p * p:
         raise ConfigError(f"task.train_fraction={frac}: leaves {n_train} of {p * p} pairs for "
                           "training; both the train and the test set must be non-empty")
-    batch = task_cfg["batch_size"]
-    if batch is not None:
-        experiment.positive_int("task.batch_size", batch)
     spe = gc.steps_per_epoch(n_train, batch)
 
-    epochs = experiment.positive_int("train.epochs", train_cfg["epochs"])
-    eval_every = experiment.positive_int("train.eval_every_epochs", train_cfg["eval_every_epochs"])
-    dense = experiment.positive_int("checkpoints.dense_every", ck["dense_every"])
-    dense_until = experiment.positive_int("checkpoints.dense_until", ck["dense_until"])
-    sparse = experiment.positive_int("checkpoints.sparse_every", ck["sparse_every"])
+    epochs, eval_every = train_cfg.epochs, train_cfg.eval_every_epochs
+    dense, dense_until, sparse = ck.dense_every, ck.dense_until, ck.sparse_every
     _multiple("checkpoints.dense_every", dense, "train.eval_every_epochs", eval_every)
     _multiple("checkpoints.dense_until", dense_until, "checkpoints.dense_every", dense)
     _multiple("checkpoints.sparse_every", sparse, "checkpoints.dense_every", dense)
@@ -98,29 +77,18 @@ def build(config) -> dict[str, Any]:
     if b_epoch not in schedule or b_epoch in (0, epochs):
         raise ConfigError(f"branch.epoch={b_epoch!r}: must be a checkpoint epoch strictly "
                           f"between 0 and train.epochs={epochs}; checkpoints: {schedule}")
-    clocks = tuple(ace_cfg["clock_epochs"])
+    clocks = ace_cfg["clock_epochs"]
     bad = [e for e in clocks if e not in schedule]
-    if bad or not clocks:
+    if bad:
         raise ConfigError(f"ace.clock_epochs={clocks!r}: each must be a checkpoint epoch; "
                           f"checkpoints: {schedule}")
-    if not 0.0 < ace_cfg["tau"] <= 1.0:
-        raise ConfigError(f"ace.tau={ace_cfg['tau']!r}: must be in (0, 1]")
-    if not 0.0 < ace_cfg["grok_threshold"] <= 1.0:
-        raise ConfigError(f"ace.grok_threshold={ace_cfg['grok_threshold']!r}: must be in (0, 1]")
-    if not 0.0 < ace_cfg["holdout_frac"] < 0.5 or round(ace_cfg["holdout_frac"] * p) < 1:
+    if round(ace_cfg["holdout_frac"] * p) < 1:
         raise ConfigError(f"ace.holdout_frac={ace_cfg['holdout_frac']!r}: must hold out at "
-                          f"least one of the {p} answers and less than half")
-    if ace_cfg["checkpoint_batch"] is not None:
-        experiment.positive_int("ace.checkpoint_batch", ace_cfg["checkpoint_batch"])
-    for name, value in (("hparams.lr", hp["lr"]), ("hparams.weight_decay", hp["weight_decay"]),
-                        ("branch.weight_decay", branch["weight_decay"])):
-        if not isinstance(value, (int, float)) or value < 0 or (name == "hparams.lr" and
-                                                                 value == 0):
-            raise ConfigError(f"{name}={value!r}: must be a non-negative number (lr > 0)")
+                          f"least one of the {p} answers")
 
-    model_cfg = gc.spec_model_config(p, **model_cfg_values)
+    model_cfg = gc.spec_model_config(p, **experiment.as_dict(config.model))
     task = modular.make_task(p=p, op="add", batch_size=None if spe == 1 else batch,
-                             train_fraction=frac, split_seed=task_cfg["split_seed"])
+                             train_fraction=frac, split_seed=task_cfg.split_seed)
     train = lambda ep: make_train(task, model_cfg, experiment.train_config(
         {"steps": ep * spe, "eval_every": eval_every * spe, "optimizer": "adamw",
          "b1": 0.9, "b2": 0.999}))
@@ -276,6 +244,7 @@ def _analyse(b: dict, workdir: str) -> tuple[dict, dict, dict]:
 
 
 def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
+    config = SCHEMA.validate(config)
     b = build(config)
     experiment.start(workdir, config, overwrite)
     metrics, timing = _train(b, workdir)

@@ -27,16 +27,15 @@ from mechjax.timing import batched_over_seeds, loop_over_seeds
 from mechjax.train import make_train
 from mechjax.io import write_json
 
+from experiments.ace_markov.schema import SCHEMA, TAIL_NAMES
+
 HOOK = "blocks.0.hook_resid_post"  # the block output, every position
 CHANCE = 1.0 / markov.N_STATES
-TOP_KEYS = {"n_seeds", "seed_offset", "chunk_evals", "task", "model", "train", "hparams", "ace"}
-TASK_KEYS = {"data_seed", "n_train", "n_test", "batch_size"}
-ACE_KEYS = {"tau", "tails", "jac_samples", "jac_seed", "compare_dims", "float64",
-            "time_per_seed_loop"}
 # The tails of ``ace.Pipeline`` whose Jacobians run through the model. ``logits``: the linear
 # head, so every J_s = W_U^T and Obs = W_U W_U^T (SPEC 2.1's toy-model case). ``log_probs``:
 # J_s = (I - 1 p_s^T) W_U^T, which drops the direction the output distribution ignores.
 TAILS = ("logits", "log_probs")
+assert sorted(TAILS) == sorted(TAIL_NAMES)  # the schema allows the same names
 
 
 # ------------------------------------------------------------------------------------------------
@@ -45,35 +44,23 @@ TAILS = ("logits", "log_probs")
 
 
 def build(config):
-    """Everything derived from the config, checked before any compilation or file write."""
-    experiment.check_keys("", config, TOP_KEYS)
-    task_cfg = experiment.check_keys("task", config.task, TASK_KEYS)
-    ace_cfg = experiment.check_keys("ace", config.ace, ACE_KEYS)
+    """Everything derived from the checked ``config`` (the relations between keys checked
+    here), before any compilation or file write."""
+    task_cfg, ace_cfg = experiment.as_dict(config.task), experiment.as_dict(config.ace)
     seeds = experiment.seeds(config)
-    for key in ("n_train", "n_test", "batch_size"):
-        experiment.positive_int(f"task.{key}", task_cfg[key])
     if task_cfg["batch_size"] > task_cfg["n_train"]:
         raise ConfigError(f"task.batch_size={task_cfg['batch_size']} exceeds "
                           f"task.n_train={task_cfg['n_train']}")
-    tails = ace_cfg["tails"]
-    if (isinstance(tails, str) or not tails or len(set(tails)) != len(tails)
-            or not set(tails) <= set(TAILS)):
-        raise ConfigError(f"ace.tails={tails!r}: a non-empty sequence of distinct names from "
-                          f"{sorted(TAILS)} (the first is the primary analysis)")
-    ace_cfg["tails"] = tuple(tails)
-    if not 0.0 < ace_cfg["tau"] <= 1.0:
-        raise ConfigError(f"ace.tau={ace_cfg['tau']!r}: must be in (0, 1]")
     n_acts = task_cfg["n_test"] * (markov.SEQ_LEN - 1)
-    if experiment.positive_int("ace.jac_samples", ace_cfg["jac_samples"]) > n_acts:
+    if ace_cfg["jac_samples"] > n_acts:
         raise ConfigError(f"ace.jac_samples={ace_cfg['jac_samples']} exceeds the {n_acts} test "
                           "activations")
-    experiment.positive_int("chunk_evals", config.chunk_evals)
 
     model_values = experiment.as_dict(config.model)
     model_values.update(d_vocab=markov.N_STATES, d_vocab_out=markov.N_STATES,
                         n_ctx=markov.SEQ_LEN - 1)
     model_cfg = experiment.model_config(model_values)
-    if experiment.positive_int("ace.compare_dims", ace_cfg["compare_dims"]) > model_cfg.d_model:
+    if ace_cfg["compare_dims"] > model_cfg.d_model:
         raise ConfigError(f"ace.compare_dims={ace_cfg['compare_dims']} exceeds "
                           f"model.d_model={model_cfg.d_model}")
     task = markov.make_task(data_seed=task_cfg["data_seed"], n_train=task_cfg["n_train"],
@@ -146,6 +133,7 @@ def analyse_tails(params, inputs: ace.Inputs, cfg, ace_cfg: dict) -> dict[str, t
 # The job
 # ------------------------------------------------------------------------------------------------
 def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
+    config = SCHEMA.validate(config)
     trainer, hparams, seeds, ace_cfg = build(config)
     experiment.start(workdir, config, overwrite)
     cfg = trainer.model_cfg

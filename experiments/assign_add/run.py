@@ -29,13 +29,8 @@ from mechjax.tasks import assign_add as aa
 from mechjax.train import Trainer, make_train
 from mechjax.io import write_json
 
-TOP_KEYS = {"n_seeds", "seed_offset", "chunk_evals", "task", "model", "train", "hparams",
-            "analysis", "phases"}
-TASK_KEYS = {"batch_size", "pool_size", "f", "r", "split", "split_seed"}
-MODEL_KEYS = {"d_model", "n_heads", "d_head", "d_mlp", "act_fn", "init"}  # the rest is SPEC 1.3
-ANALYSIS_KEYS = {"probe_size", "grad_batch", "final_size", "union_sample", "data_seed"}
-PHASE_KEYS = {"threshold", "phase1", "phase2", "phase3"}
-SPLITS = ("authors", "seeded")
+from experiments.assign_add.schema import SCHEMA
+
 PHASES = ("phase1", "phase2", "phase3")
 
 
@@ -45,17 +40,14 @@ PHASES = ("phase1", "phase2", "phase3")
 
 
 def make_split(task_cfg: Mapping[str, Any]) -> aa.PairSplit:
-    if task_cfg["split"] not in SPLITS:
-        raise ConfigError(f"task.split={task_cfg['split']!r}: allowed {SPLITS}")
-    seed = experiment.positive_int("task.split_seed", task_cfg["split_seed"], 0)
+    seed = task_cfg["split_seed"]
     return aa.authors_split(seed) if task_cfg["split"] == "authors" else aa.seeded_split(seed)
 
 
 def model_config(values: Mapping[str, Any]) -> ModelConfig:
-    """SPEC 1.3's architecture with the widths of ``values`` (keys ``MODEL_KEYS``)."""
-    values = experiment.check_keys("model", values, MODEL_KEYS, required=set())
+    """SPEC 1.3's architecture with the widths of ``values`` (the schema's ``MODEL`` keys)."""
     base = aa.model_config().to_dict()
-    base.update(values)
+    base.update(experiment.as_dict(values))
     return experiment.model_config(base)
 
 
@@ -72,29 +64,17 @@ class Setup:
 
 
 def build(config) -> Setup:
-    """Everything derived from the config, checked before any compilation or file write."""
-    experiment.check_keys("", config, TOP_KEYS)
-    task_cfg = experiment.check_keys("task", config.task, TASK_KEYS)
-    ana = experiment.check_keys("analysis", config.analysis, ANALYSIS_KEYS)
-    phase_cfg = experiment.check_keys("phases", config.phases, PHASE_KEYS)
+    """Everything derived from the checked ``config`` (the relations between keys checked
+    here), before any compilation or file write."""
+    task_cfg, ana = config.task, experiment.as_dict(config.analysis)
+    phase_cfg = config.phases
     seeds = experiment.seeds(config)
-    experiment.positive_int("chunk_evals", config.chunk_evals)
-    batch_size = experiment.positive_int("task.batch_size", task_cfg["batch_size"])
-    pool_size = experiment.positive_int("task.pool_size", task_cfg["pool_size"])
-    f = experiment.check_fraction("task.f", task_cfg["f"])
-    r = experiment.check_fraction("task.r", task_cfg["r"])
+    batch_size, pool_size, f, r = task_cfg.batch_size, task_cfg.pool_size, task_cfg.f, task_cfg.r
     split = make_split(task_cfg)
     if len(split.heldout_pairs(f)) == 0:
         raise ConfigError(f"task.f={f!r} leaves no held-out addition pairs; this run measures "
                           "held-out generalization (use f < 1)")
-    experiment.positive_int("analysis.probe_size", ana["probe_size"], 4)
-    experiment.positive_int("analysis.grad_batch", ana["grad_batch"])
-    experiment.positive_int("analysis.final_size", ana["final_size"], 4)
-    experiment.positive_int("analysis.union_sample", ana["union_sample"], 0)
-    experiment.positive_int("analysis.data_seed", ana["data_seed"], 0)
-    threshold = phase_cfg["threshold"]
-    if not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
-        raise ConfigError(f"phases.threshold={threshold!r}: must be in (0, 1]")
+    threshold = phase_cfg.threshold
 
     model_cfg = model_config(config.model)
     task = aa.make_task(batch_size, split=split, pool_size=pool_size)
@@ -139,6 +119,7 @@ def example_figures(fig_dir: str, setup: Setup, params: Mapping[str, np.ndarray]
 # The job
 # ------------------------------------------------------------------------------------------------
 def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
+    config = SCHEMA.validate(config)
     setup = build(config)
     experiment.start(workdir, config, overwrite)
     trainer, seeds = setup.trainer, setup.seeds

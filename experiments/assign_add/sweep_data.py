@@ -32,9 +32,8 @@ from mechjax.tasks import assign_add as aa
 from mechjax.train import Trainer, make_train
 from mechjax.io import write_json
 
-TOP_KEYS = {"mode", "grid", "n_seeds", "seed_offset", "chunk_evals", "task", "model", "train",
-            "hparams", "threshold", "final"}
-FINAL_KEYS = {"union_sample", "data_seed"}
+from experiments.assign_add.schema import SWEEP_SCHEMA
+
 MODES = {"f": ("acc/exact_0var_heldout", ("0var_train", "0var_heldout")),
          "r": ("acc/exact_2var_union", ("1var_train", "2var_train", "2var_heldout",
                                         "2var_one_misplaced", "2var_two_misplaced"))}
@@ -54,36 +53,18 @@ class SweepSetup:
 
 
 def build(config) -> SweepSetup:
-    """Everything derived from the config, checked before any compilation or file write."""
-    experiment.check_keys("", config, TOP_KEYS)
-    task_cfg = experiment.check_keys("task", config.task, main_run.TASK_KEYS)
-    final = experiment.check_keys("final", config.final, FINAL_KEYS)
-    if config.mode not in MODES:
-        raise ConfigError(f"mode={config.mode!r}: allowed {sorted(MODES)}")
+    """Everything derived from the checked ``config`` (the relations between keys checked
+    here), before any compilation or file write."""
+    task_cfg, final = config.task, experiment.as_dict(config.final)
     mode = config.mode
     values = np.asarray(config.grid, float).reshape(-1)
-    if values.size == 0:
-        raise ConfigError("grid is empty: give at least one value of the swept knob")
-    for v in values:
-        experiment.check_fraction(f"grid ({mode})", float(v))
-    if np.any(np.diff(values) <= 0):
-        raise ConfigError(f"grid={tuple(values)}: must be strictly increasing")
     seeds = experiment.seeds(config)
-    experiment.positive_int("chunk_evals", config.chunk_evals)
-    batch_size = experiment.positive_int("task.batch_size", task_cfg["batch_size"])
-    pool_size = experiment.positive_int("task.pool_size", task_cfg["pool_size"])
-    f = experiment.check_fraction("task.f", task_cfg["f"])
-    r = experiment.check_fraction("task.r", task_cfg["r"])
+    batch_size, pool_size, f, r = task_cfg.batch_size, task_cfg.pool_size, task_cfg.f, task_cfg.r
     split = main_run.make_split(task_cfg)
     fs = values if mode == "f" else [f]
     empty = [float(v) for v in fs if len(split.heldout_pairs(float(v))) == 0]
     if empty:
         raise ConfigError(f"f={empty} leaves no held-out addition pairs (use f < 1)")
-    experiment.positive_int("final.union_sample", final["union_sample"], 0)
-    experiment.positive_int("final.data_seed", final["data_seed"], 0)
-    threshold = config.threshold
-    if not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
-        raise ConfigError(f"threshold={threshold!r}: must be in (0, 1]")
 
     model_cfg = main_run.model_config(config.model)
     task = aa.make_task(batch_size, split=split, pool_size=pool_size)
@@ -127,6 +108,7 @@ def final_accuracy(setup: SweepSetup, params) -> tuple[np.ndarray, dict[str, Any
 
 
 def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
+    config = SWEEP_SCHEMA.validate(config)
     setup = build(config)
     experiment.start(workdir, config, overwrite)
     trainer, mode = setup.trainer, setup.mode
@@ -192,4 +174,4 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    experiment.run_cli(run, format_summary, __file__, default_config="sweep_f.py")
+    experiment.run_cli(run, format_summary, __file__, SWEEP_SCHEMA, default_config="sweep_f.py")

@@ -31,14 +31,7 @@ from mechjax.tasks import modular
 from mechjax.train import Trainer, TrainConfig, make_train
 from mechjax.io import write_json
 
-TOP_KEYS = {"n_seeds", "seed_offset", "threshold", "stop_when_all_grokked", "task", "model",
-            "train", "hparams", "omega_sweep", "p_sweep", "benchmark"}
-TASK_KEYS = {"train_fraction", "split_seed"}
-TRAIN_KEYS = {"optimizer", "b1", "b2", "eps"}
-HPARAM_KEYS = {"lr", "init_scale"}
-OMEGA_KEYS = {"p", "batch_size", "omegas", "steps", "chunk_evals"}
-P_KEYS = {"ps", "batch_size", "omega", "steps", "chunk_evals"}
-BENCH_KEYS = {"steps", "vectorize"}
+from experiments.grokking_law.schema import SCHEMA
 
 
 # ------------------------------------------------------------------------------------------------
@@ -46,30 +39,13 @@ BENCH_KEYS = {"steps", "vectorize"}
 # ------------------------------------------------------------------------------------------------
 
 
-def _modulus(name: str, value: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 3:
-        raise ConfigError(f"{name}={value!r}: must be an integer >= 3")
-    return value
-
-
-def _batch(name: str, value: Any, p: int, fraction: float) -> int | None:
+def _batch(name: str, value: int, p: int, fraction: float) -> int | None:
     """0 means full batch (every training pair each step); else at most the training-set size."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ConfigError(f"{name}={value!r}: must be 0 (full batch) or a positive integer")
     n_train = int(round(fraction * p * p))
     if value > n_train:
         raise ConfigError(f"{name}={value} exceeds the {n_train} training pairs at p={p} "
                           f"(train_fraction {fraction})")
     return value or None
-
-
-def _positive_floats(name: str, values: Any) -> tuple[float, ...]:
-    if isinstance(values, (int, float)) or not values:
-        raise ConfigError(f"{name}={values!r}: must be a non-empty sequence of numbers")
-    out = tuple(float(v) for v in values)
-    if any(not np.isfinite(v) or v <= 0 for v in out) or len(set(out)) != len(out):
-        raise ConfigError(f"{name}={values!r}: values must be distinct, finite and > 0")
-    return out
 
 
 def split_accuracy_eval(task, model_cfg):
@@ -101,53 +77,21 @@ def make_trainer(p: int, batch_size: int | None, steps: int, config) -> Trainer:
 
 
 def build(config) -> dict[str, Any]:
-    """Validate the whole config and build every trainer; nothing is compiled or written."""
-    experiment.check_keys("", config, TOP_KEYS)
-    task_cfg = experiment.check_keys("task", config.task, TASK_KEYS)
-    experiment.check_keys("train", config.train, TRAIN_KEYS)
-    hp = experiment.check_keys("hparams", config.hparams, HPARAM_KEYS)
-    om = experiment.check_keys("omega_sweep", config.omega_sweep, OMEGA_KEYS)
-    ps = experiment.check_keys("p_sweep", config.p_sweep, P_KEYS)
-    bench = experiment.check_keys("benchmark", config.benchmark, BENCH_KEYS)
+    """Every trainer of the checked ``config``; nothing is compiled or written."""
     seeds = experiment.seeds(config)
-    frac = experiment.check_fraction("task.train_fraction", task_cfg["train_fraction"])
-    if not isinstance(config.stop_when_all_grokked, bool):
-        raise ConfigError(f"stop_when_all_grokked={config.stop_when_all_grokked!r}: must be "
-                          "True or False")
-    if not 0.0 < config.threshold <= 1.0:
-        raise ConfigError(f"threshold={config.threshold!r}: must be in (0, 1]")
-    for name, value in hp.items():
-        if not np.isfinite(value) or value <= 0:
-            raise ConfigError(f"hparams.{name}={value!r}: must be finite and > 0")
-
-    p_omega = _modulus("omega_sweep.p", om["p"])
-    omegas = _positive_floats("omega_sweep.omegas", om["omegas"])
-    batch_omega = _batch("omega_sweep.batch_size", om["batch_size"], p_omega, frac)
-    experiment.positive_int("omega_sweep.steps", om["steps"])
-    experiment.positive_int("omega_sweep.chunk_evals", om["chunk_evals"])
-    if isinstance(ps["ps"], int) or not ps["ps"]:
-        raise ConfigError(f"p_sweep.ps={ps['ps']!r}: must be a non-empty sequence of integers")
-    p_list = tuple(_modulus("p_sweep.ps", p) for p in ps["ps"])
-    if len(set(p_list)) != len(p_list):
-        raise ConfigError(f"p_sweep.ps={ps['ps']!r}: values must be distinct")
-    batches = {p: _batch("p_sweep.batch_size", ps["batch_size"], p, frac) for p in p_list}
-    if not np.isfinite(ps["omega"]) or ps["omega"] <= 0:
-        raise ConfigError(f"p_sweep.omega={ps['omega']!r}: must be finite and > 0")
-    experiment.positive_int("p_sweep.steps", ps["steps"])
-    experiment.positive_int("p_sweep.chunk_evals", ps["chunk_evals"])
-    if not isinstance(bench["steps"], int) or bench["steps"] < 0:
-        raise ConfigError(f"benchmark.steps={bench['steps']!r}: must be 0 (off) or positive")
-    if bench["vectorize"] not in ("auto", "vmap", "map"):
-        raise ConfigError(f"benchmark.vectorize={bench['vectorize']!r}: allowed "
-                          "('auto', 'vmap', 'map')")
+    frac = config.task.train_fraction
+    om, ps, bench, hp = config.omega_sweep, config.p_sweep, config.benchmark, config.hparams
+    p_omega, omegas, p_list = om.p, om.omegas, ps.ps
+    batch_omega = _batch("omega_sweep.batch_size", om.batch_size, p_omega, frac)
+    batches = {p: _batch("p_sweep.batch_size", ps.batch_size, p, frac) for p in p_list}
 
     omega_trainer = make_trainer(p_omega, batch_omega, om["steps"], config)
     p_trainers = {p: make_trainer(p, batches[p], ps["steps"], config) for p in p_list}
-    defaults = omega_trainer.default_hparams(**hp)  # also rejects unknown names
+    defaults = omega_trainer.default_hparams(**experiment.as_dict(hp))
     return {"seeds": seeds, "omegas": omegas, "ps": p_list, "omega_trainer": omega_trainer,
             "p_trainers": p_trainers, "lr": float(defaults["lr"]),
             "init_scale": float(defaults["init_scale"]), "p_omega": p_omega,
-            "p_sweep_omega": float(ps["omega"]), "bench": bench}
+            "p_sweep_omega": float(ps.omega), "bench": experiment.as_dict(bench)}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -216,6 +160,7 @@ def sweep(trainer: Trainer, seeds, grid: Mapping[str, Any], workdir: str,
 # The job
 # ------------------------------------------------------------------------------------------------
 def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
+    config = SCHEMA.validate(config)
     b = build(config)
     experiment.start(workdir, config, overwrite)
     seeds, omegas, ps = b["seeds"], b["omegas"], b["ps"]

@@ -35,42 +35,12 @@ from mechjax.sweep import log
 from mechjax.tasks import blocklist as bl
 from mechjax.io import write_json, write_npz
 
+from experiments.imir_phase.schema import SCHEMA
+
 EMERGENCE_LEVEL = 0.5  # coordinates start at 0.1: a move of 0.5 is well past the start
-KEYS = {
-    "": {"task", "task_b", "grid", "ode", "theorem2", "theorem3", "cells", "ode_check",
-         "confinement", "full_grid"},
-    "full_grid": {"n", "n_common", "n_rare", "n_blocks", "t1", "n_steps", "n_save"},
-    "task": {"n_common", "n_rare", "n_blocks", "b", "f_r_ref", "f_v_ref"},
-    "task_b": {"n_common", "n_rare", "n_blocks", "f_v"},
-    "grid": {"n", "f_r_min", "f_r_max", "f_v_min", "f_v_max"},
-    "ode": {"t1", "n_steps", "n_save", "init", "threshold", "check_cells"},
-    "theorem2": {"n_common", "n_rare", "n_blocks", "b", "p_iwl", "settings"},
-    "theorem3": {"n_common", "n_rare", "n_blocks", "b_max", "f_r", "f_v", "small_n_blocks"},
-    "cells": {"n_cells", "lr", "steps", "n_save", "batch_size", "eval_size", "seed"},
-    "ode_check": {"n_common", "n_rare", "n_blocks", "f_r", "f_v", "t1", "lr", "n_save"},
-    "confinement": {"enabled", "seed"},
-}
-
-
-def _section(config, name: str) -> dict:
-    return experiment.check_keys(name, config if not name else config[name], KEYS[name])
-
-
-def _pos_float(name: str, v: Any) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-        raise ConfigError(f"{name}={v!r}: must be a positive number")
-    return float(v)
-
-
-def _unit(name: str, v: Any) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
-        raise ConfigError(f"{name}={v!r}: must be in [0, 1]")
-    return float(v)
 
 
 def _sizes(name: str, c: dict) -> rd.RecallSizes:
-    for k in ("n_common", "n_rare", "n_blocks"):
-        experiment.positive_int(f"{name}.{k}", c[k], 2)
     try:
         return rd.RecallSizes(c["n_common"], c["n_rare"], c["n_blocks"])
     except ValueError as err:
@@ -86,67 +56,41 @@ def _spec(name: str, c: dict, b: int = 1) -> bl.BlockListSpec:
 
 
 def build(config) -> dict:
-    """Every section checked (names the bad value and what is allowed) before anything runs."""
-    _section(config, "")
-    c = {k: _section(config, k) for k in KEYS if k}
+    """The checked ``config``'s objects (the relations between keys checked here, naming the
+    bad value and what is allowed) before anything runs."""
+    c = {k: experiment.as_dict(config[k]) for k in SCHEMA.keys}
     t = c["task"]
     sizes = _sizes("task", t)
-    if not 1 <= experiment.positive_int("task.b", t["b"]) <= t["n_blocks"] - 1:
+    if not t["b"] <= t["n_blocks"] - 1:
         raise ConfigError(f"task.b={t['b']}: must be in [1, n_blocks - 1 = {t['n_blocks'] - 1}]")
-    _unit("task.f_r_ref", t["f_r_ref"]), _unit("task.f_v_ref", t["f_v_ref"])
     spec = _spec("task", t, t["b"])
     sizes_b = _sizes("task_b", c["task_b"])
-    _unit("task_b.f_v", c["task_b"]["f_v"])
     g = c["grid"]
-    experiment.positive_int("grid.n", g["n"], 2)
-    for k in ("f_r_min", "f_r_max", "f_v_min", "f_v_max"):
-        _unit(f"grid.{k}", g[k])
     if g["f_r_min"] >= g["f_r_max"] or g["f_v_min"] >= g["f_v_max"]:
         raise ConfigError(f"grid: need f_r_min < f_r_max and f_v_min < f_v_max, got {g}")
     o = c["ode"]
-    _pos_float("ode.t1", o["t1"])
-    experiment.positive_int("ode.n_steps", o["n_steps"])
-    experiment.positive_int("ode.n_save", o["n_save"])
     if o["n_steps"] % o["n_save"]:
         raise ConfigError(f"ode.n_steps={o['n_steps']} must be a multiple of "
                           f"ode.n_save={o['n_save']}")
-    if len(o["init"]) != 4:
-        raise ConfigError(f"ode.init={o['init']!r}: four numbers (alpha, beta, gamma, delta)")
-    if not 0.0 < o["threshold"] < 1.0:
-        raise ConfigError(f"ode.threshold={o['threshold']!r}: must be in (0, 1)")
-    experiment.positive_int("ode.check_cells", o["check_cells"])
     t2 = c["theorem2"]
     sizes_t2 = _sizes("theorem2", t2)
-    experiment.positive_int("theorem2.b", t2["b"])
-    if not 0.5 <= t2["p_iwl"] < 1.0:
-        raise ConfigError(f"theorem2.p_iwl={t2['p_iwl']!r}: must be in [0.5, 1)")
-    if len(t2["settings"]) < 6:
-        raise ConfigError(f"theorem2.settings: {len(t2['settings'])} (f_r, f_v) pairs, need >= 6")
     for fr, fv in t2["settings"]:
-        _unit("theorem2.settings f_r", fr), _unit("theorem2.settings f_v", fv)
         if fr + (1 - fr) * fv == 0:
             raise ConfigError("theorem2.settings: s = f_r + (1 - f_r) f_v must be > 0")
     t3 = c["theorem3"]
     sizes_t3 = _sizes("theorem3", t3)
-    if not 2 <= experiment.positive_int("theorem3.b_max", t3["b_max"]) <= t3["n_blocks"] - 1:
+    if not t3["b_max"] <= t3["n_blocks"] - 1:
         raise ConfigError(f"theorem3.b_max={t3['b_max']}: must be in [2, n_blocks - 1]")
-    _unit("theorem3.f_r", t3["f_r"]), _unit("theorem3.f_v", t3["f_v"])
     sizes_t3_small = _sizes("theorem3", {**t3, "n_blocks": t3["small_n_blocks"]})
     if t3["small_n_blocks"] - 1 < t3["b_max"]:
         raise ConfigError(f"theorem3.small_n_blocks={t3['small_n_blocks']}: must be > b_max")
     ce = c["cells"]
-    experiment.positive_int("cells.n_cells", ce["n_cells"], 0)
-    _pos_float("cells.lr", ce["lr"])
-    for k in ("steps", "n_save", "batch_size", "eval_size"):
-        experiment.positive_int(f"cells.{k}", ce[k])
     if ce["steps"] % ce["n_save"]:
         raise ConfigError(f"cells.steps={ce['steps']} must be a multiple of "
                           f"cells.n_save={ce['n_save']}")
     oc = c["ode_check"]
     check_spec = _spec("ode_check", oc)
-    _unit("ode_check.f_r", oc["f_r"]), _unit("ode_check.f_v", oc["f_v"])
-    _pos_float("ode_check.t1", oc["t1"]), _pos_float("ode_check.lr", oc["lr"])
-    if 200 % experiment.positive_int("ode_check.n_save", oc["n_save"]):
+    if 200 % oc["n_save"]:
         raise ConfigError(f"ode_check.n_save={oc['n_save']}: must divide 200 (the RK4 steps)")
     n_gd = int(round(oc["t1"] / oc["lr"]))
     if n_gd % oc["n_save"]:
@@ -157,7 +101,7 @@ def build(config) -> dict:
                           "use a smaller spec (<= 200000)")
     fg = c["full_grid"]
     full_spec = None
-    if experiment.positive_int("full_grid.n", fg["n"], 0):
+    if fg["n"]:
         if fg["n"] < 2:
             raise ConfigError(f"full_grid.n={fg['n']}: 0 (off) or >= 2")
         full_spec = _spec("full_grid", fg)
@@ -166,8 +110,6 @@ def build(config) -> dict:
                               "in-weights read-off removes the relevant block: a distractor "
                               "block must exist)")
         _sizes("full_grid", fg)
-        _pos_float("full_grid.t1", fg["t1"])
-        experiment.positive_int("full_grid.n_steps", fg["n_steps"]), experiment.positive_int("full_grid.n_save", fg["n_save"])
         if fg["n_steps"] % fg["n_save"]:
             raise ConfigError(f"full_grid.n_steps={fg['n_steps']} must be a multiple of "
                               f"full_grid.n_save={fg['n_save']}")
@@ -220,6 +162,7 @@ def _readoff(out: dict, t: np.ndarray, b: np.ndarray, threshold: float,
 
 
 def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
+    config = SCHEMA.validate(config)
     c = build(config)
     experiment.start(workdir, config, overwrite)
     fig_dir = os.path.join(workdir, "figures")

@@ -17,12 +17,13 @@ from mechjax.sweep import log, run_sweep, save_metrics
 from mechjax.tasks import modular
 from mechjax.train import make_train
 
+from experiments.quickstart.schema import SCHEMA
+
 
 
 
 def build(config):
-    """Everything derived from the config, checked before any compilation or file write."""
-    experiment.check_fraction("task.train_fraction", config.task.train_fraction)
+    """Everything derived from the (checked) config, before any compilation or file write."""
     task = modular.make_task(p=config.task.p, op=config.task.op, batch_size=None,
                              train_fraction=config.task.train_fraction,
                              split_seed=config.task.split_seed)
@@ -31,12 +32,11 @@ def build(config):
     model_cfg = experiment.model_config(model_values)
     trainer = make_train(task, model_cfg, experiment.train_config(config.train))
     hparams = trainer.default_hparams(**experiment.as_dict(config.hparams))
-    if config.chunk_evals <= 0:
-        raise experiment.ConfigError(f"chunk_evals={config.chunk_evals!r}: must be positive")
     return trainer, hparams, experiment.seeds(config)
 
 
 def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
+    config = SCHEMA.validate(config)
     trainer, hparams, seeds = build(config)
     experiment.start(workdir, config, overwrite)
     log(f"quickstart: {len(seeds)} seeds of {trainer.task.name} on {jax.device_count()} device(s)")

@@ -1,0 +1,69 @@
+"""The imir_phase config: every key, what it means and what it allows (``configs/*.py`` give
+values; see ``mechjax.config_schema``)."""
+from mechjax.config_schema import (Schema, Section, boolean, fraction, integer, number, sequence)
+
+
+def _sizes(**more) -> dict:
+    """The recall spec's sizes: common and rare tokens, blocks per sequence."""
+    return {"n_common": integer("common tokens", min=2), "n_rare": integer("rare tokens", min=2),
+            "n_blocks": integer("blocks per sequence", min=2), **more}
+
+
+UNIT = dict(zero_ok=True)
+TIME = number("ODE horizon (gradient-flow time)", gt=0.0)
+
+SCHEMA = Schema(
+    "imir_phase",
+    task=Section("the reference spec of the (f_r, f_v) diagram", **_sizes(
+        b=integer("burstiness (copies of the answer), in [1, n_blocks - 1]"),
+        f_r_ref=fraction("rare-token fraction of the reference cell", **UNIT),
+        f_v_ref=fraction("varied-answer fraction of the reference cell", **UNIT))),
+    task_b=Section("the (b, f_r) diagram", **_sizes(
+        f_v=fraction("varied-answer fraction", **UNIT))),
+    grid=Section(
+        "the (f_r, f_v) grid",
+        n=integer("cells per axis", min=2),
+        f_r_min=fraction("", **UNIT), f_r_max=fraction("", **UNIT),
+        f_v_min=fraction("", **UNIT), f_v_max=fraction("", **UNIT),
+    ),
+    ode=Section(
+        "the reduced 4-coordinate ODE",
+        t1=TIME,
+        n_steps=integer("RK4 steps (a multiple of n_save)"),
+        n_save=integer("saved times"),
+        init=sequence(number(), "(alpha, beta, gamma, delta) at t = 0", length=4),
+        threshold=number("probability that counts as learned", gt=0.0, lt=1.0),
+        check_cells=integer("cells re-solved at a finer step"),
+    ),
+    theorem2=Section("Theorem 2's protocol", **_sizes(
+        b=integer("burstiness"),
+        p_iwl=number("in-weights probability reached", ge=0.5, lt=1.0),
+        settings=sequence(sequence(fraction(**UNIT), length=2), "(f_r, f_v) pairs",
+                          min_len=6))),
+    theorem3=Section("Theorem 3's protocol", **_sizes(
+        b_max=integer("largest burstiness, in [2, n_blocks - 1]", min=2),
+        f_r=fraction("rare-token fraction", **UNIT),
+        f_v=fraction("varied-answer fraction", **UNIT),
+        small_n_blocks=integer("n_blocks of the small spec (> b_max)", min=2))),
+    cells=Section(
+        "cells trained by SGD and overlaid on the diagram",
+        n_cells=integer("trained cells besides the reference one", min=0),
+        lr=number("learning rate", gt=0.0),
+        steps=integer("SGD steps (a multiple of n_save)"),
+        n_save=integer("saved steps"),
+        batch_size=integer("sequences per step"),
+        eval_size=integer("sequences per evaluation"),
+        seed=integer("", min=0),
+    ),
+    ode_check=Section("full-manifold ODE vs gradient descent on a small spec", **_sizes(
+        f_r=fraction("", **UNIT), f_v=fraction("", **UNIT),
+        t1=TIME, lr=number("gradient-descent step", gt=0.0),
+        n_save=integer("saved times (must divide 200)"))),
+    confinement=Section(
+        "gradient confinement to the invariant manifold",
+        enabled=boolean(""), seed=integer("", min=0),
+    ),
+    full_grid=Section("the full-manifold ODE over a grid", **_sizes(
+        n=integer("cells per axis; 0 = off", min=0),
+        t1=TIME, n_steps=integer("steps (a multiple of n_save)"), n_save=integer("saved times"))),
+)
