@@ -136,11 +136,6 @@ def sequence(item: Key, doc: str = "", *, min_len: int = 1, distinct: bool = Fal
     return Key(words, test, doc, default, lambda v: tuple(item.convert(x) for x in v), detail)
 
 
-def anything(doc: str = "", *, default: Any = REQUIRED) -> Key:
-    """Any value; the experiment's ``build`` checks it (shapes that depend on other keys)."""
-    return Key("any value (checked by the experiment)", lambda v: True, doc, default)
-
-
 class Section:
     """A group of keys (``config.task``, ...). ``keys`` maps names to ``Key`` or ``Section``."""
 
