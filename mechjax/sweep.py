@@ -32,6 +32,7 @@ from mechjax import watchdog
 from mechjax.io import write_npz
 from mechjax.train import Trainer, TrainState
 from mechjax.workdir import SaveError
+from mechjax.workdir import write_json
 
 SEED_AXIS = "seed"
 
@@ -44,6 +45,21 @@ class SweepResult:
     metrics: dict[str, np.ndarray]   # each [n_seeds, n_grid, n_evals]
     seeds: list[int]
     hparams: dict[str, np.ndarray]   # each [n_grid]
+    traces: int = 0                  # times the chunk program was traced (1 = compiled once)
+    stopped_early: bool = False      # the stop predicate ended the sweep before the last step
+
+    @property
+    def steps(self) -> np.ndarray:
+        """``[n_evals]``: the step after each evaluation interval."""
+        return self.metrics["step"][0, 0]
+
+    def metrics_at(self, grid: int = 0) -> dict[str, np.ndarray]:
+        """Metrics of one grid point, ``[n_seeds, n_evals]`` each."""
+        return {k: v[:, grid] for k, v in self.metrics.items()}
+
+    def params_at(self, grid: int = 0) -> dict[str, np.ndarray]:
+        """Final parameters of one grid point, ``[n_seeds, ...]`` each."""
+        return {k: v[:, grid] for k, v in self.state.params.items()}
 
 
 def grid_product(**axes: Sequence[float]) -> dict[str, np.ndarray]:
@@ -78,17 +94,25 @@ def resolve_vectorize(vectorize: str) -> str:
 
 
 def sweep_program(trainer: Trainer, chunk: int, mesh: jax.sharding.Mesh,
-                  vectorize: str = "auto") -> Callable:
+                  vectorize: str = "auto", on_trace: Callable[[], None] | None = None
+                  ) -> Callable:
     """``(state [S, G, ...], hparams [G]) -> (state, metrics [S, G, chunk])``, jitted.
 
     ``shard_map`` gives each device its own block of seeds (seeds never communicate). Within a
     device the seeds are batched by ``vmap`` or run one after another by ``lax.map``
     (``vectorize``): batching shares each matmul across seeds, the loop keeps every matmul the
     size of one model; which is faster depends on the model and the device (see BUILD_NOTES).
-    The grid axis is always vmapped.
+    The grid axis is always vmapped. ``on_trace()`` is called each time the program is traced
+    (once per compilation).
     """
     vectorize = resolve_vectorize(vectorize)
-    over_grid = jax.vmap(lambda state, hp: trainer.run(state, hp, chunk), (0, 0))
+
+    def one_run(state, hp):
+        if on_trace is not None:
+            on_trace()  # Python side effect: runs at trace time only
+        return trainer.run(state, hp, chunk)
+
+    over_grid = jax.vmap(one_run, (0, 0))
 
     def per_device(state, hparams):
         if vectorize == "vmap":
@@ -128,25 +152,93 @@ def _format_seconds(s: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
 
 
+@dataclasses.dataclass(frozen=True)
+class SnapshotPolicy:
+    """Which steps' parameters a sweep keeps (parameters only, no optimizer state), as
+    ``snapshots/step_<step>.npz`` in its workdir; these are the steps ``mechjax.runs`` opens.
+
+    ``every_chunks``: at the end of every k-th chunk. ``steps``: chosen steps; each must be 0
+    (the initial parameters) or end a chunk. ``final``: the last step.
+    """
+
+    every_chunks: int | None = None
+    steps: tuple[int, ...] = ()
+    final: bool = True
+
+    def chunk_steps(self, train_cfg, chunk_evals: int) -> list[int]:
+        """The step reached at the end of each chunk."""
+        n_chunks = -(-train_cfg.n_evals // chunk_evals)
+        per_chunk = chunk_evals * train_cfg.eval_every
+        return [min((c + 1) * per_chunk, train_cfg.steps) for c in range(n_chunks)]
+
+    def steps_to_save(self, train_cfg, chunk_evals: int) -> list[int]:
+        """Sorted steps this policy saves; a chosen step off the chunk grid raises."""
+        ends = self.chunk_steps(train_cfg, chunk_evals)
+        if self.every_chunks is not None and (not isinstance(self.every_chunks, int)
+                                              or self.every_chunks <= 0):
+            raise ValueError(f"SnapshotPolicy.every_chunks={self.every_chunks!r}: must be a "
+                             "positive integer or None")
+        bad = sorted(s for s in self.steps if s != 0 and s not in ends)
+        if bad:
+            raise ValueError(f"SnapshotPolicy.steps {bad} do not end a chunk; allowed: 0 and "
+                             f"{ends[:8]}{' ...' if len(ends) > 8 else ''}")
+        out = set(self.steps)
+        if self.every_chunks:
+            out |= {s for c, s in enumerate(ends, 1) if c % self.every_chunks == 0}
+        if self.final:
+            out.add(ends[-1])
+        return sorted(out)
+
+
+SNAPSHOT_DIR = "snapshots"
+SWEEP_FILE, MODEL_FILE, TRAIN_FILE, METRICS_FILE = ("sweep.json", "model_config.json",
+                                                    "train_config.json", "metrics.npz")
+
+
+def snapshot_path(workdir: str, step: int) -> str:
+    return os.path.join(workdir, SNAPSHOT_DIR, f"step_{int(step):09d}.npz")
+
+
+InitState = Callable[[jax.Array, Mapping[str, jax.Array], jax.Array], TrainState]
+StopPredicate = Callable[[Mapping[str, np.ndarray]], bool]
+
+
+def start_from(trainer: Trainer, params: Mapping[str, np.ndarray],
+               key_fold: int | None = None) -> InitState:
+    """``init_state`` that starts seed ``i`` from row ``i`` of stacked ``params``
+    (``{name: [n_seeds, ...]}``) with a fresh optimizer and step 0: a branch of an earlier run.
+    ``key_fold`` folds an integer into each seed's key so the branch draws new batches."""
+    stacked = {k: jnp.asarray(v) for k, v in params.items()}
+
+    def init_state(key, hparams, seed_index):
+        if key_fold is not None:
+            key = jax.random.fold_in(key, key_fold)
+        return trainer.init_from_params(key, hparams, {k: v[seed_index]
+                                                       for k, v in stacked.items()})
+
+    return init_state
+
+
 def run_sweep(trainer: Trainer, seeds: Sequence[int],
-              hparams: Mapping[str, Sequence[float]] | None = None,
-              workdir: str | None = None, chunk_evals: int | None = None,
-              init_state: Callable[[jax.Array, Mapping[str, jax.Array]], TrainState] | None = None,
-              log_every_chunk: bool = True, max_to_keep: int = 2,
-              on_chunk: Callable[[int, dict[str, np.ndarray]], None] | None = None,
-              vectorize: str = "auto",
-              on_state: Callable[[int, TrainState], None] | None = None) -> SweepResult:
-    """Train every ``seed`` at every grid point of ``hparams`` (``{name: [n_grid]}``).
+              hparams: Mapping[str, float | Sequence[float]] | None = None,
+              workdir: str | None = None, *, chunk_evals: int | None = None,
+              init_state: InitState | None = None, stop: StopPredicate | None = None,
+              snapshots: SnapshotPolicy | None = None, vectorize: str = "auto",
+              log_every_chunk: bool = True) -> SweepResult:
+    """Train every ``seed`` at every grid point of ``hparams`` (``{name: value or [n_grid]}``).
 
     Hyperparameters not given take the trainer's defaults. ``chunk_evals`` evaluation intervals
-    run per compiled call (default: about 10 chunks). With ``workdir`` the sweep checkpoints after
-    every chunk to ``workdir/checkpoints`` and resumes from there. ``init_state(key, hparams)``
-    replaces ``trainer.init`` (e.g. to start from loaded weights). ``on_chunk(chunks_done,
-    chunk_metrics)`` runs on the host after each chunk is saved (custom logging, early stopping
-    by raising). ``vectorize``: how seeds share a device, see ``sweep_program``.
-    ``on_state(chunks_done, state)`` gets a host copy of the state after each chunk (leading
-    axes ``[n_seeds, n_grid]``, padding dropped), *before* that chunk's checkpoint is saved, so a
-    crash in between repeats the chunk and the callback (e.g. parameter snapshots for analysis).
+    run per compiled call (default: about 10 chunks). With ``workdir`` the sweep writes
+    ``sweep.json``, ``model_config.json`` and ``train_config.json`` at the start, then after every
+    chunk an orbax checkpoint (``checkpoints/``, resumed from on restart), ``metrics.npz`` (the
+    metrics so far, see ``write_metrics``) and the parameter snapshots ``snapshots`` asks for
+    (default: the final step); ``mechjax.runs.open(workdir)`` reads them back.
+
+    ``init_state(key, hparams, seed_index)`` replaces ``trainer.init``; ``seed_index`` is the
+    position of the seed in ``seeds`` (e.g. to start from row ``seed_index`` of saved
+    parameters, see ``start_from``). ``stop(metrics_so_far)`` (each ``[n_seeds, n_grid,
+    n_evals_done]``) is asked after every chunk, and after a resume: True ends the sweep there
+    (``result.stopped_early``). ``vectorize``: how seeds share a device, see ``sweep_program``.
     """
     seeds = [int(s) for s in seeds]
     if not seeds:
@@ -163,36 +255,48 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
     full = {k: np.broadcast_to(hparams.get(k, np.asarray(defaults[k])), (n_grid,)).copy()
             for k in defaults}
 
-    n_evals = trainer.train_cfg.n_evals
+    train_cfg = trainer.train_cfg
+    n_evals = train_cfg.n_evals
     chunk = int(chunk_evals or max(1, -(-n_evals // 10)))
     if chunk <= 0:
         raise ValueError(f"chunk_evals={chunk_evals!r}: must be a positive integer")
     n_chunks = -(-n_evals // chunk)
+    policy = snapshots or SnapshotPolicy()
+    snapshot_steps = policy.steps_to_save(train_cfg, chunk)
+    chunk_end = policy.chunk_steps(train_cfg, chunk)
 
     mesh = seed_mesh()
     n_dev = mesh.devices.size
     n_pad = -(-len(seeds) // n_dev) * n_dev
     padded = seeds + [seeds[-1]] * (n_pad - len(seeds))  # padding rows are dropped at the end
     keys = np.stack([np.asarray(jax.random.PRNGKey(s)) for s in padded])
+    index = np.minimum(np.arange(n_pad), len(seeds) - 1).astype(np.int32)
     replicated = NamedSharding(mesh, PartitionSpec())
     grid = {k: jax.device_put(jnp.asarray(v), replicated) for k, v in full.items()}
     seed_sharding = NamedSharding(mesh, PartitionSpec(SEED_AXIS))
 
-    init_one = init_state or trainer.init
-    init_fn = jax.jit(jax.vmap(jax.vmap(init_one, (None, 0)), (0, None)),
+    init_one = init_state or (lambda key, hp, seed_index: trainer.init(key, hp))
+    init_fn = jax.jit(jax.vmap(jax.vmap(init_one, (None, 0, None)), (0, None, 0)),
                       out_shardings=seed_sharding)
-    run_fn = sweep_program(trainer, chunk, mesh, vectorize)
+    traces = [0]
+    run_fn = sweep_program(trainer, chunk, mesh, vectorize,
+                           on_trace=lambda: traces.__setitem__(0, traces[0] + 1))
 
-    state = init_fn(_shard_seeds(keys, mesh), grid)
+    state = init_fn(_shard_seeds(keys, mesh), grid, _shard_seeds(index, mesh))
     metric_shapes = jax.eval_shape(run_fn, state, grid)[1]
     metrics = {k: np.full((n_pad, n_grid, n_chunks * chunk), np.nan, np.float32)
                for k in metric_shapes}
+    real = slice(0, len(seeds))
+    done_metrics = lambda c: {k: v[real, :, :min(c * chunk, n_evals)] for k, v in metrics.items()}
 
     manager, start = None, 0
     if workdir is not None:
+        _write_run_files(workdir, trainer, seeds, full, chunk, snapshot_steps)
+        if 0 in snapshot_steps and not os.path.exists(snapshot_path(workdir, 0)):
+            _save_snapshot(workdir, 0, state, len(seeds))
         manager = ocp.CheckpointManager(
             os.path.abspath(os.path.join(workdir, "checkpoints")),
-            options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True,
+            options=ocp.CheckpointManagerOptions(max_to_keep=2, create=True,
                                                  enable_async_checkpointing=False))
         latest = manager.latest_step()
         if latest is not None:
@@ -205,40 +309,66 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
             log(f"resumed from the checkpoint after chunk {start}/{n_chunks} "
                 f"(step {int(np.asarray(_to_host(state.step)).max())})")
 
-    t0, done_at_start = time.time(), start
-    for c in range(start, n_chunks):
-        with watchdog.watch(f"training chunk {c + 1}/{n_chunks} of {len(seeds)} seeds"):
+    done = start
+    stopped = start > 0 and stop is not None and start < n_chunks and bool(stop(done_metrics(start)))
+    t0 = time.time()
+    while done < n_chunks and not stopped:
+        with watchdog.watch(f"training chunk {done + 1}/{n_chunks} of {len(seeds)} seeds"):
             state, chunk_metrics = run_fn(state, grid)
             chunk_metrics = _to_host(chunk_metrics)
         for k, v in chunk_metrics.items():
-            metrics[k][:, :, c * chunk:(c + 1) * chunk] = v
-        if on_state is not None:
-            on_state(c + 1, jax.tree.map(lambda x: x[:len(seeds)], _to_host(state)))
-        if manager is not None:
+            metrics[k][:, :, done * chunk:(done + 1) * chunk] = v
+        done += 1
+        if workdir is not None:
             try:
-                manager.save(c + 1, args=ocp.args.StandardSave({"state": state,
-                                                                 "metrics": metrics}))
+                if chunk_end[done - 1] in snapshot_steps:  # before the checkpoint: a crash redoes it
+                    _save_snapshot(workdir, chunk_end[done - 1], state, len(seeds))
+                manager.save(done, args=ocp.args.StandardSave({"state": state,
+                                                                "metrics": metrics}))
                 manager.wait_until_finished()  # raises if the save failed
-                if jax.process_index() == 0:  # metrics so far, readable while the sweep runs
-                    write_metrics(os.path.join(workdir, "metrics.npz"),
-                                  {k: v[:len(seeds), :, :min((c + 1) * chunk, n_evals)]
-                                   for k, v in metrics.items()},
-                                  full, seeds)
+                if jax.process_index() == 0:  # the one metrics file, readable while it runs
+                    write_metrics(os.path.join(workdir, METRICS_FILE), done_metrics(done), full,
+                                  seeds)
             except Exception as err:  # orbax wraps OS errors in several types
-                raise SaveError(workdir, c + 1, n_chunks, manager.latest_step(), err) from err
+                raise SaveError(workdir, done, n_chunks, manager.latest_step(), err) from err
         if log_every_chunk:
-            _log_progress(c + 1, n_chunks, done_at_start, t0, chunk_metrics, trainer,
+            _log_progress(done, n_chunks, start, t0, chunk_metrics, trainer,
                           len(seeds) * n_grid)
-        if on_chunk is not None:
-            on_chunk(c + 1, chunk_metrics)
+        stopped = stop is not None and done < n_chunks and bool(stop(done_metrics(done)))
+    if stopped:
+        log(f"stopped after chunk {done}/{n_chunks}: the stop condition holds")
 
-    real = slice(0, len(seeds))
-    n_real_evals = n_evals
     state = jax.tree.map(lambda x: x[real], _to_host(state))
-    metrics = {k: v[real, :, :n_real_evals] for k, v in metrics.items()}
     if manager is not None:
+        if jax.process_index() == 0 and not os.path.exists(os.path.join(workdir, METRICS_FILE)):
+            write_metrics(os.path.join(workdir, METRICS_FILE), done_metrics(done), full, seeds)
         manager.close()
-    return SweepResult(state=state, metrics=metrics, seeds=seeds, hparams=full)
+    return SweepResult(state=state, metrics=done_metrics(done), seeds=seeds, hparams=full,
+                       traces=traces[0], stopped_early=stopped)
+
+
+def _write_run_files(workdir: str, trainer: Trainer, seeds: list[int],
+                     hparams: Mapping[str, np.ndarray], chunk: int,
+                     snapshot_steps: list[int]) -> None:
+    """What ``mechjax.runs`` needs to rebuild the models without the experiment's code."""
+    if jax.process_index() != 0:
+        return
+    write_json(os.path.join(workdir, MODEL_FILE), trainer.model_cfg.to_dict())
+    write_json(os.path.join(workdir, TRAIN_FILE), dataclasses.asdict(trainer.train_cfg))
+    write_json(os.path.join(workdir, SWEEP_FILE), {
+        "seeds": seeds, "hparams": {k: v.tolist() for k, v in hparams.items()},
+        "chunk_evals": chunk, "snapshot_steps": snapshot_steps, "task": trainer.task.name})
+
+
+def _save_snapshot(workdir: str, step: int, state: TrainState, n_seeds: int) -> None:
+    """Parameters ``{name: [n_seeds, n_grid, ...]}`` at ``step`` (atomic write)."""
+    params = jax.tree.map(lambda x: x[:n_seeds], _to_host(state.params))
+    if jax.process_index() == 0:
+        path = snapshot_path(workdir, step)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = path + ".tmp.npz"
+        np.savez(tmp, **params)
+        os.replace(tmp, path)
 
 
 def _log_progress(done: int, total: int, done_at_start: int, t0: float,
@@ -259,13 +389,10 @@ def _log_progress(done: int, total: int, done_at_start: int, t0: float,
 
 def write_metrics(path: str, metrics: Mapping[str, np.ndarray],
                   hparams: Mapping[str, np.ndarray], seeds: Sequence[int]) -> None:
-    """Metrics ``[n_seeds, n_grid, n_evals]``, grid and seeds as one ``.npz`` (atomic write)."""
+    """The metrics file of a sweep (atomic write): ``metrics/<name>`` ``[n_seeds, n_grid,
+    n_evals]`` (``metrics/step`` holds the step after each evaluation), ``hparams/<name>``
+    ``[n_grid]``, ``seeds`` ``[n_seeds]``. Read it with ``mechjax.runs.open``."""
     arrays = {f"metrics/{k}": np.asarray(v) for k, v in metrics.items()}
     arrays.update({f"hparams/{k}": np.asarray(v) for k, v in hparams.items()})
     arrays["seeds"] = np.asarray(seeds)
     write_npz(path, arrays)
-
-
-def save_metrics(path: str, result: SweepResult) -> None:
-    """The final metrics of a sweep (see ``write_metrics``)."""
-    write_metrics(path, result.metrics, result.hparams, result.seeds)

@@ -43,3 +43,15 @@ def assert_refused_before_writing(run_fn, config, workdir, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         run_fn(config, str(workdir))
     assert not os.path.exists(workdir)
+
+
+@pytest.fixture(scope="session")
+def quickstart_run(tmp_path_factory):
+    """A finished tiny quickstart run of 5 seeds (so seeds 3 and 4 exist), made in a tmp dir."""
+    from experiments.quickstart import run
+    from experiments.quickstart.configs import tiny
+    config = tiny.get_config()
+    config.n_seeds = 5
+    workdir = str(tmp_path_factory.mktemp("quickstart") / "run")
+    run.run(config, workdir)
+    return workdir

@@ -3,12 +3,13 @@ import os
 import subprocess
 import textwrap
 
+import jax
 import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
 from conftest import PYTHON, run_module_env
-from mechjax.sweep import grid_product, run_sweep
+from mechjax.sweep import SnapshotPolicy, grid_product, run_sweep, start_from
 from mechjax.tasks import modular
 from mechjax.config import ModelConfig
 from mechjax.train import TrainConfig, make_train
@@ -34,12 +35,13 @@ SCRIPT = textwrap.dedent("""
 
     workdir, out, kill_after = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
-    def maybe_die(done, metrics):
-        if done == kill_after:
+    def maybe_die(metrics):  # asked after every chunk's checkpoint: kill after chunk kill_after
+        if metrics["step"].shape[-1] == kill_after:
             os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no flush: a real crash
+        return False
 
     trainer, seeds, grid = build_sweep()
-    res = run_sweep(trainer, seeds, grid, workdir, chunk_evals=1, on_chunk=maybe_die)
+    res = run_sweep(trainer, seeds, grid, workdir, chunk_evals=1, stop=maybe_die)
     np.savez(out, n_devices=jax.device_count(),
              **{"p/" + k: v for k, v in res.state.params.items()},
              **{"m/" + k: v for k, v in res.metrics.items()})
@@ -129,3 +131,77 @@ def test_bad_sweep_inputs():
     with pytest.raises(ValueError, match="must all have length 3"):
         run_sweep(tr, [0], {"lr": [1.0, 2.0, 3.0], "weight_decay": [0.0, 1.0]})
     assert grid_product(a=[1, 2], b=[3, 4, 5])["b"].tolist() == [3, 4, 5, 3, 4, 5]
+
+
+def tiny_trainer(steps=40, eval_every=10):
+    task = modular.make_task(p=7, batch_size=16, train_fraction=0.6)
+    cfg = ModelConfig(n_layers=1, d_model=16, n_heads=2, d_mlp=32, d_vocab=7, n_ctx=2,
+                      causal=False)
+    return make_train(task, cfg, TrainConfig(steps=steps, eval_every=eval_every))
+
+
+def test_stop_predicate_ends_the_sweep_and_holds_after_a_resume(tmp_path):
+    trainer = tiny_trainer()
+    asked = []
+
+    def after_two_chunks(m):
+        asked.append(m["step"].shape)
+        return m["step"].shape[-1] >= 2
+
+    res = run_sweep(trainer, [0, 1], {"lr": 1e-2}, str(tmp_path / "w"), chunk_evals=1,
+                    stop=after_two_chunks, log_every_chunk=False)
+    assert res.stopped_early and asked == [(2, 1, 1), (2, 1, 2)]
+    assert res.metrics["acc/test"].shape == (2, 1, 2)
+    np.testing.assert_array_equal(res.steps, [10, 20])
+    assert res.state.step.tolist() == [[20], [20]]
+    # a relaunch asks the predicate on the restored metrics before training anything more
+    again = run_sweep(trainer, [0, 1], {"lr": 1e-2}, str(tmp_path / "w"), chunk_evals=1,
+                      stop=after_two_chunks, log_every_chunk=False)
+    assert again.stopped_early and asked[-1] == (2, 1, 2) and len(asked) == 3
+    for k, v in res.state.params.items():
+        np.testing.assert_array_equal(again.state.params[k], v, err_msg=k)
+    # without the predicate the same workdir trains on to the end
+    full = run_sweep(trainer, [0, 1], {"lr": 1e-2}, str(tmp_path / "w"), chunk_evals=1,
+                     log_every_chunk=False)
+    assert not full.stopped_early and full.steps.tolist() == [10, 20, 30, 40]
+
+
+def test_trace_count_is_reported_once_per_compilation():
+    trainer = tiny_trainer()
+    res = run_sweep(trainer, [0, 1, 2], {"weight_decay": [0.0, 1.0]}, None, chunk_evals=1,
+                    log_every_chunk=False)
+    assert res.traces == 1  # four chunks, one compiled program
+    assert res.metrics_at(grid=1)["acc/test"].shape == (3, 4)
+    assert res.params_at(grid=1)["embed.W_E"].shape == (3, 7, 16)
+
+
+def test_init_state_gets_the_seed_index():
+    """Seed i starts from row i of given parameters (the branch case), not from its key."""
+    trainer = tiny_trainer(steps=10)
+    hp = trainer.default_hparams()
+    base = [trainer.init(jax.random.PRNGKey(100 + i), hp).params for i in range(3)]
+    stacked = {k: np.stack([np.asarray(b[k]) for b in base]) for k in base[0]}
+    seen = []
+
+    def init_state(key, hparams, seed_index):
+        seen.append(seed_index.shape)
+        return start_from(trainer, stacked)(key, hparams, seed_index)
+
+    # lr 0: the parameters stay where they started, so each seed must hold its own row
+    res = run_sweep(trainer, [5, 6, 7], {"lr": 0.0}, None, init_state=init_state,
+                    log_every_chunk=False)
+    assert seen == [()]  # traced once, per seed and grid point
+    for k, v in stacked.items():
+        np.testing.assert_allclose(res.params_at(grid=0)[k], v, atol=1e-7, err_msg=k)
+
+
+def test_snapshot_policy_steps():
+    cfg = TrainConfig(steps=55, eval_every=10)  # 6 evaluations, chunks of 2: steps 20, 40, 55
+    assert SnapshotPolicy().steps_to_save(cfg, 2) == [55]
+    assert SnapshotPolicy(every_chunks=2, steps=(0, 20)).steps_to_save(cfg, 2) == [0, 20, 40, 55]
+    assert SnapshotPolicy(steps=(40,), final=False).steps_to_save(cfg, 2) == [40]
+    with pytest.raises(ValueError, match=r"steps \[30\] do not end a chunk; allowed: 0 and "
+                                         r"\[20, 40, 55\]"):
+        SnapshotPolicy(steps=(30,)).steps_to_save(cfg, 2)
+    with pytest.raises(ValueError, match="every_chunks=0"):
+        SnapshotPolicy(every_chunks=0).steps_to_save(cfg, 2)

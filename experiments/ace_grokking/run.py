@@ -4,7 +4,7 @@ reset, a second program), run ACE on every saved checkpoint of both branches as 
 analysis per branch, and write figures and summary.json.
 
 Data flow: config -> (task, trainers, schedule) -> run_sweep (weight decay 1, parameter snapshots
-at the checkpoint epochs via ``on_state``) -> run_sweep from the ``branch.epoch`` snapshot (weight
+at the checkpoint epochs by its SnapshotPolicy) -> run_sweep from the ``branch.epoch`` snapshot (weight
 decay 0) -> snapshots stacked [checkpoints, seeds, ...] -> ace.analyse_stack of
 grokking_core.core_pipeline (seeds vmapped, checkpoints lax.map'ed in vmapped batches) ->
 summary, figures.
@@ -24,13 +24,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax import experiment
+from mechjax import experiment, runs
 from mechjax.analysis import ace
 from mechjax.analysis import grokking_core as gc
 from mechjax.analysis import grokking_dynamics as gd
 from mechjax.config import ConfigError
 from mechjax.plots import grokking as plots
-from mechjax.sweep import log, run_sweep
+from mechjax.sweep import SnapshotPolicy, log, run_sweep, start_from
 from mechjax.tasks import modular
 from mechjax.train import make_train
 from mechjax.io import write_json
@@ -100,57 +100,17 @@ def build(config) -> dict[str, Any]:
             "epochs": epochs, "ace": ace_cfg}
 
 
-# ------------------------------------------------------------------------------------------------
-# Parameter snapshots
-# ------------------------------------------------------------------------------------------------
-def _snapshot_path(workdir: str, name: str, epoch: int) -> str:
-    return os.path.join(workdir, "checkpoints", f"snapshots_{name}", f"epoch_{epoch:07d}.npz")
-
-
-def save_snapshot(path: str, params: dict[str, np.ndarray]) -> None:
-    """Stacked ``{name: [n_seeds, ...]}`` parameters as one .npz (atomic)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp.npz"
-    np.savez(tmp, **{k: np.asarray(v) for k, v in params.items()})
-    os.replace(tmp, path)
-
-
-def load_snapshot(path: str) -> dict[str, np.ndarray]:
-    with np.load(path) as f:
-        return {k: f[k] for k in f.files}
-
-
-def snapshot_callback(workdir: str, name: str, start_epoch: int, chunk_epochs: int,
-                      schedule: list[int]):
-    """``on_state`` for run_sweep: save the parameters when a chunk ends on a checkpoint epoch."""
-    def on_state(chunks_done: int, state) -> None:
-        epoch = start_epoch + chunks_done * chunk_epochs
-        if epoch in schedule:
-            save_snapshot(_snapshot_path(workdir, name, epoch),
-                          {k: v[:, 0] for k, v in state.params.items()})  # drop the grid axis
-    return on_state
-
-
-def _keys(seeds: list[int]) -> jax.Array:
-    return jnp.stack([jax.random.PRNGKey(s) for s in seeds])
-
-
-def branch_init(trainer, seeds: list[int], params: dict[str, np.ndarray], offset: int):
-    """``init_state(key, hparams)`` that starts seed s from its row of ``params`` with a fresh
-    optimizer (the branch's reset), and a data/dropout stream folded from the seed's key."""
-    table = _keys(seeds)
-    stacked = {k: jnp.asarray(v) for k, v in params.items()}
-
-    def init_state(key, hparams):
-        idx = jnp.argmax(jnp.all(table == key, axis=-1))  # which seed this key belongs to
-        own = {k: v[idx] for k, v in stacked.items()}
-        return trainer.init_from_params(jax.random.fold_in(key, offset), hparams, own)
-
-    return init_state
+def _snapshot(workdir: str, name: str, epoch: int, b_epoch: int, spe: int
+              ) -> dict[str, np.ndarray]:
+    """Every seed's parameters ``[n_seeds, ...]`` of branch ``name`` at ``epoch`` (the wd0
+    branch starts from the wd1 snapshot at ``b_epoch``)."""
+    if name == "wd1" or epoch == b_epoch:
+        return runs.open(_sweep_dir(workdir, "wd1")).stacked_params(step=epoch * spe)
+    return runs.open(_sweep_dir(workdir, name)).stacked_params(step=(epoch - b_epoch) * spe)
 
 
 def _sweep_metrics(result, epoch0: int, spe: int) -> dict[str, np.ndarray]:
-    m = {k: np.asarray(v[:, 0]) for k, v in result.metrics.items()}  # [n_seeds, n_evals]
+    m = result.metrics_at(grid=0)  # [n_seeds, n_evals]
     m["epoch"] = epoch0 + m["step"][0] / spe
     return m
 
@@ -180,36 +140,37 @@ def summarize(b: dict[str, Any], m: dict[str, dict], s: dict[str, dict], epochs:
 # ------------------------------------------------------------------------------------------------
 # The job
 # ------------------------------------------------------------------------------------------------
+def _sweep_dir(workdir: str, name: str) -> str:
+    return os.path.join(workdir, "checkpoints", name)
+
+
+def _snapshot_policy(b: dict, start_epoch: int) -> SnapshotPolicy:
+    """Parameters at every checkpoint epoch from ``start_epoch`` on (steps of that sweep)."""
+    spe = b["steps_per_epoch"]
+    return SnapshotPolicy(steps=tuple((e - start_epoch) * spe for e in b["schedule"]
+                                      if e >= start_epoch))
+
+
 def _train(b: dict, workdir: str) -> tuple[dict, dict]:
     """Both sweeps (resumable); returns per-branch metrics and timings."""
-    seeds, spe, dense = b["seeds"], b["steps_per_epoch"], b["dense_every"]
-    schedule, b_epoch = b["schedule"], b["branch"]["epoch"]
-    trainer = b["trainer"]
+    seeds, spe = b["seeds"], b["steps_per_epoch"]
+    b_epoch = b["branch"]["epoch"]
     timing = {}
-
-    # Epoch 0: the initial parameters, exactly as run_sweep initializes seed s (PRNGKey(s)).
-    path0 = _snapshot_path(workdir, "wd1", 0)
-    if not os.path.exists(path0):
-        hp = trainer.default_hparams(**b["hparams"])
-        init = jax.jit(jax.vmap(lambda k: trainer.init(k, hp).params))(_keys(seeds))
-        save_snapshot(path0, jax.tree.map(np.asarray, init))
-
     log(f"ace_grokking: {len(seeds)} seeds, a + b mod {b['p']}, {b['n_train']} training pairs, "
         f"{b['epochs']} epochs x {spe} step(s), weight decay {b['hparams']['weight_decay']}")
     t0 = time.perf_counter()
-    res1 = run_sweep(trainer, seeds, {k: [v] for k, v in b["hparams"].items()},
-                     os.path.join(workdir, "checkpoints", "wd1"), chunk_evals=b["chunk_evals"],
-                     on_state=snapshot_callback(workdir, "wd1", 0, dense, schedule))
+    res1 = run_sweep(b["trainer"], seeds, b["hparams"], _sweep_dir(workdir, "wd1"),
+                     chunk_evals=b["chunk_evals"], snapshots=_snapshot_policy(b, 0))
     timing["train/seconds_wd1"] = time.perf_counter() - t0
 
     log(f"branch at epoch {b_epoch}: weight decay {b['branch']['weight_decay']}, optimizer reset")
     hp0 = dict(b["hparams"], weight_decay=float(b["branch"]["weight_decay"]))
-    start = load_snapshot(_snapshot_path(workdir, "wd1", b_epoch))
+    start = runs.open(_sweep_dir(workdir, "wd1")).stacked_params(step=b_epoch * spe)
     t0 = time.perf_counter()
-    res0 = run_sweep(b["branch_trainer"], seeds, {k: [v] for k, v in hp0.items()},
-                     os.path.join(workdir, "checkpoints", "wd0"), chunk_evals=b["chunk_evals"],
-                     init_state=branch_init(b["branch_trainer"], seeds, start, b_epoch),
-                     on_state=snapshot_callback(workdir, "wd0", b_epoch, dense, schedule))
+    res0 = run_sweep(b["branch_trainer"], seeds, hp0, _sweep_dir(workdir, "wd0"),
+                     chunk_evals=b["chunk_evals"],
+                     init_state=start_from(b["branch_trainer"], start, key_fold=b_epoch),
+                     snapshots=_snapshot_policy(b, b_epoch))
     timing["train/seconds_wd0"] = time.perf_counter() - t0
     return ({"wd1": _sweep_metrics(res1, 0, spe), "wd0": _sweep_metrics(res0, b_epoch, spe)},
             timing)
@@ -229,11 +190,10 @@ def _analyse(b: dict, workdir: str) -> tuple[dict, dict, dict]:
     stats, timing = {}, {}
     with ace.precision(pipe.float64):
         for name in BRANCHES:
-            files = [_snapshot_path(workdir, "wd1" if e == b_epoch or name == "wd1" else name, e)
+            snaps = [_snapshot(workdir, name, e, b_epoch, b["steps_per_epoch"])
                      for e in epochs[name]]
-            snaps = [load_snapshot(f) for f in files]
             params = {k: jnp.asarray(np.stack([s[k] for s in snaps])) for k in snaps[0]}
-            log(f"ACE ({name}): {len(files)} checkpoints x {len(b['seeds'])} seeds x "
+            log(f"ACE ({name}): {len(snaps)} checkpoints x {len(b['seeds'])} seeds x "
                 f"{tokens.shape[0]} test pairs, one batched call")
             t0 = time.perf_counter()
             out = ace.analyse_stack(params, ace.Inputs(tokens, labels), b["model_cfg"], pipe,

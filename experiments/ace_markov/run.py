@@ -21,7 +21,7 @@ from mechjax.analysis import markov_cores
 from mechjax.config import ConfigError
 from mechjax.plots import ace as ace_plots
 from mechjax.plots import curves
-from mechjax.sweep import log, run_sweep, save_metrics
+from mechjax.sweep import log, run_sweep
 from mechjax.tasks import markov
 from mechjax.timing import batched_over_seeds, loop_over_seeds
 from mechjax.train import make_train
@@ -77,12 +77,10 @@ def train(trainer, hparams, seeds: list[int], workdir: str, chunk_evals: int):
     """All seeds as one sweep: ``(metrics {name: [n_seeds, n_evals]}, params [n_seeds, ...],
     seconds)``."""
     t0 = time.perf_counter()
-    result = run_sweep(trainer, seeds, {k: [v] for k, v in hparams.items()}, workdir,
-                       chunk_evals=chunk_evals)
+    result = run_sweep(trainer, seeds, hparams, workdir, chunk_evals=chunk_evals)
     seconds = time.perf_counter() - t0
-    save_metrics(os.path.join(workdir, "metrics.npz"), result)
-    m = {k: v[:, 0] for k, v in result.metrics.items()}  # one grid point: [n_seeds, n_evals]
-    params = {k: jnp.asarray(v[:, 0]) for k, v in result.state.params.items()}  # [n_seeds, ...]
+    m = result.metrics_at(grid=0)  # [n_seeds, n_evals]
+    params = {k: jnp.asarray(v) for k, v in result.params_at(grid=0).items()}  # [n_seeds, ...]
     return m, params, seconds
 
 

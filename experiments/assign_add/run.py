@@ -24,7 +24,7 @@ from mechjax.analysis import assign_add_final as final_mod
 from mechjax.analysis import assign_add_mech as mech
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.plots import assign_add as plots
-from mechjax.sweep import log, run_sweep, save_metrics
+from mechjax.sweep import log, run_sweep
 from mechjax.tasks import assign_add as aa
 from mechjax.train import Trainer, make_train
 from mechjax.io import write_json
@@ -126,15 +126,13 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     log(f"assign_add: {len(seeds)} seeds x {trainer.train_cfg.steps} steps (batch "
         f"{config.task.batch_size}, lr {config.hparams.lr}) on {jax.device_count()} device(s)")
     t0 = time.time()
-    result = run_sweep(trainer, seeds, {k: [v] for k, v in setup.hparams.items()}, workdir,
-                       chunk_evals=config.chunk_evals)
+    result = run_sweep(trainer, seeds, setup.hparams, workdir, chunk_evals=config.chunk_evals)
     train_seconds = time.time() - t0
-    save_metrics(os.path.join(workdir, "metrics.npz"), result)
 
-    m = {k: v[:, 0] for k, v in result.metrics.items()}  # one grid point: [n_seeds, n_evals]
-    steps = m["step"][0]
+    m = result.metrics_at(grid=0)  # [n_seeds, n_evals]
+    steps = result.steps
     phase_at = an.phase_steps(steps, m, setup.phases)
-    params = {k: v[:, 0] for k, v in result.state.params.items()}
+    params = result.params_at(grid=0)
     t1 = time.time()
     ana = setup.analysis
     final = final_mod.final_analysis(params, setup.model_cfg, setup.split, setup.f,

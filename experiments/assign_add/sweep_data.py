@@ -27,7 +27,7 @@ from mechjax import experiment
 from mechjax.analysis import exhaustive
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.plots import assign_add as plots
-from mechjax.sweep import log, run_sweep, save_metrics
+from mechjax.sweep import log, run_sweep
 from mechjax.tasks import assign_add as aa
 from mechjax.train import Trainer, make_train
 from mechjax.io import write_json
@@ -118,7 +118,6 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     result = run_sweep(trainer, setup.seeds, setup.hparams, workdir,
                        chunk_evals=config.chunk_evals)
     train_seconds = time.time() - t0
-    save_metrics(os.path.join(workdir, "metrics.npz"), result)
     acc, info = final_accuracy(setup, result.state.params)
 
     log_x = mode == "r"

@@ -97,63 +97,27 @@ def build(config) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------
 # Sweeps
 # ------------------------------------------------------------------------------------------------
-class TraceCounter:
-    """Wraps ``trainer.run`` to count how often it is traced (= how often the program compiles
-    for new shapes); one per chunk shape is the expectation."""
-
-    def __init__(self, trainer: Trainer):
-        self.count, self._run = 0, trainer.run
-
-        def counted(*args, **kwargs):
-            self.count += 1
-            return self._run(*args, **kwargs)
-
-        trainer.run = counted
-
-
-class _AllGrokked(Exception):
-    """Raised from ``run_sweep``'s ``on_chunk`` once every run has crossed both thresholds."""
-
-
 def sweep(trainer: Trainer, seeds, grid: Mapping[str, Any], workdir: str,
           chunk_evals: int, threshold: float, stop_when_all_grokked: bool) -> dict[str, Any]:
     """One compiled program for seeds x grid; returns tau etc. as ``[n_grid, n_seeds]``.
 
     With ``stop_when_all_grokked`` the sweep ends after the first chunk at which every run has
-    reached the threshold on both sets: later steps cannot change a first crossing. The decision
-    reads the metrics file ``run_sweep`` writes after each chunk (the whole history, so it also
-    holds after a resume).
+    reached the threshold on both sets: later steps cannot change a first crossing.
     """
-    counter = TraceCounter(trainer)
-    metrics_path = os.path.join(workdir, "metrics.npz")
-
-    def on_chunk(done, chunk_metrics):
-        del done, chunk_metrics
-        with np.load(metrics_path) as f:
-            times = gl.grok_times(f["metrics/step"][0, 0], f["metrics/acc/train"],
-                                  f["metrics/acc/test"], threshold)
-        if times.grokked.all():
-            raise _AllGrokked
+    def all_grokked(m) -> bool:
+        return bool(gl.grok_times(m["step"][0, 0], m["acc/train"], m["acc/test"],
+                                  threshold).grokked.all())
 
     t0 = time.perf_counter()
-    try:
-        result = run_sweep(trainer, seeds, grid, workdir, chunk_evals=chunk_evals,
-                           on_chunk=on_chunk if stop_when_all_grokked else None)
-        m = result.metrics
-        stopped_early = False
-    except _AllGrokked:
-        with np.load(metrics_path) as f:
-            m = {k[len("metrics/"):]: f[k] for k in f.files if k.startswith("metrics/")}
-        stopped_early = True
+    result = run_sweep(trainer, seeds, grid, workdir, chunk_evals=chunk_evals,
+                       stop=all_grokked if stop_when_all_grokked else None)
     seconds = time.perf_counter() - t0
-    steps = m["step"][0, 0]
+    m, steps = result.metrics, result.steps
     times = gl.grok_times(steps, m["acc/train"], m["acc/test"], threshold)
-    if stopped_early:
-        log(f"every run reached {threshold} on train and test by step {int(steps[-1])}: stopped")
     return {"t_mem": times.t_mem.T, "t_grok": times.t_grok.T, "tau": times.tau.T,
             "final_train": m["acc/train"][..., -1].T, "final_test": m["acc/test"][..., -1].T,
             "diverged": ~m["finite"][..., -1].astype(bool).T, "seconds": seconds,
-            "traces": counter.count, "steps_run": int(np.nanmax(steps))}
+            "traces": result.traces, "steps_run": int(np.nanmax(steps))}
 
 
 # ------------------------------------------------------------------------------------------------

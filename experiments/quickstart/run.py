@@ -13,7 +13,7 @@ from mechjax.analysis.curves import first_crossing
 from mechjax.analysis.seeds import seed_stats
 from mechjax.io import write_json
 from mechjax.plots import curves, heatmaps
-from mechjax.sweep import log, run_sweep, save_metrics
+from mechjax.sweep import SnapshotPolicy, log, run_sweep
 from mechjax.tasks import modular
 from mechjax.train import make_train
 
@@ -40,15 +40,15 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     trainer, hparams, seeds = build(config)
     experiment.start(workdir, config, overwrite)
     log(f"quickstart: {len(seeds)} seeds of {trainer.task.name} on {jax.device_count()} device(s)")
-    result = run_sweep(trainer, seeds, {k: [v] for k, v in hparams.items()}, workdir,
-                       chunk_evals=config.chunk_evals)
-    save_metrics(os.path.join(workdir, "metrics.npz"), result)
+    # every chunk's parameters are kept (8 small models): `mechjax.runs` opens any of them
+    result = run_sweep(trainer, seeds, hparams, workdir, chunk_evals=config.chunk_evals,
+                       snapshots=SnapshotPolicy(every_chunks=1, steps=(0,)))
 
-    m = {k: v[:, 0] for k, v in result.metrics.items()}  # one grid point: [n_seeds, n_evals]
-    steps = m["step"][0]
+    m = result.metrics_at(grid=0)  # [n_seeds, n_evals]
+    steps = result.steps
     t_mem = first_crossing(steps, m["acc/train"], config.grok_threshold)
     t_grok = first_crossing(steps, m["acc/test"], config.grok_threshold)
-    w_e = result.state.params["embed.W_E"][:, 0]  # [n_seeds, p, d]
+    w_e = result.params_at(grid=0)["embed.W_E"]  # [n_seeds, p, d]
     norms = np.asarray(jax.vmap(fourier.frequency_norms)(w_e))
     top5 = np.asarray(jax.vmap(lambda n: fourier.top_k_energy_fraction(n, 5))(norms))
     key_freqs = [sorted(np.argsort(row[1:])[::-1][:5] + 1) for row in norms]

@@ -1,0 +1,58 @@
+"""The walkthrough (examples/walkthrough.py, the script of docs/notebook.md) on a tiny run."""
+import importlib.util
+import json
+import os
+import re
+
+import pytest
+
+from conftest import REPO
+
+SCRIPT = os.path.join(REPO, "examples", "walkthrough.py")
+NOTEBOOK = os.path.join(REPO, "docs", "notebook.md")
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("walkthrough", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_walkthrough_on_a_tiny_quickstart_run(quickstart_run, tmp_path):
+    try:
+        import torch  # noqa: F401
+        import transformer_lens  # noqa: F401
+        export_dir = str(tmp_path / "tl")
+    except ImportError:
+        export_dir = None  # the rest of the walkthrough runs without the torch extra
+    out = load_script().walkthrough(quickstart_run, export_dir)
+    with open(os.path.join(quickstart_run, "summary.json")) as f:
+        summary = json.load(f)
+    # the run opened at its last saved step is the model the experiment summarized
+    assert out["step"] == 60
+    assert out["top5_energy_fraction"] == pytest.approx(
+        summary["fourier/top5_energy_fraction"][3], rel=1e-5)
+    assert out["key_frequencies"] == summary["fourier/key_frequencies"][3]
+    d_model = 16
+    assert 1 <= out["core_rank"] <= d_model and 1 <= out["core_rank_seed4"] <= d_model
+    assert set(out["accuracy"]) == {"full", "core_only", "core_removed"}
+    assert 0.0 < out["overlap"] <= 1.0 + 1e-5
+    assert len(out["figure"].axes) >= 3 and out["figure"].axes[0].patches  # spectrum bars drawn
+    if export_dir is not None:
+        assert out["tl_max_logit_difference"] < 1e-4
+
+
+def test_notebook_code_is_the_script():
+    """Every line of code in docs/notebook.md (except `# notebook only` lines) is a line of the
+    script, in the same order, so the two cannot drift apart."""
+    with open(NOTEBOOK) as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    with open(SCRIPT) as f:
+        script = [line.strip() for line in f]
+    position = 0
+    for line in (ln.strip() for block in blocks for ln in block.splitlines()):
+        if not line or line.startswith("#") or line.endswith("# notebook only"):
+            continue
+        assert line in script[position:], f"notebook line not in the script (in order): {line}"
+        position = script.index(line, position) + 1
