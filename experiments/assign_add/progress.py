@@ -2,10 +2,10 @@
 
     python -m experiments.assign_add.progress --workdir=DIR
 
-Reads ``DIR/config.json`` (the phase definitions) and ``DIR/metrics.npz`` (rewritten by the
-sweep runner after every chunk), and prints, per seed, the step at which each phase's measure
-first crossed its threshold, the fraction of seeds in each phase, and the latest accuracies.
-Read-only: safe to call while the run is writing (the metrics file is replaced atomically).
+Reads ``DIR/config.json`` (the phase definitions) and the metrics so far through
+``mechjax.runs.open`` (the sweep runner rewrites them after every chunk), and prints, per seed,
+the step at which each phase's measure first crossed its threshold, the fraction of seeds in
+each phase, and the latest accuracies. Read-only: safe to call while the run is writing (the metrics file is replaced atomically).
 A paper-scale run takes hours on CPU; this is how to follow it without waiting for summary.json.
 """
 from __future__ import annotations
@@ -19,6 +19,7 @@ import numpy as np
 from absl import app, flags
 
 from experiments.assign_add import analysis as an
+from mechjax import runs
 
 LATEST = ("acc/0var_heldout", "acc/1var_train", "acc/2var_two_misplaced", "acc/2var_heldout")
 
@@ -43,10 +44,8 @@ def read(workdir: str) -> dict[str, Any]:
     if not isinstance(phase_cfg, dict) or "threshold" not in phase_cfg:
         raise ProgressError(f"{config_path} has no 'phases' block: not an Assign-and-Add "
                             "training run (a data sweep's workdir has its own summary)")
-    with np.load(metrics_path) as z:
-        # [n_seeds, n_grid = 1, n_evals] -> [n_seeds, n_evals]
-        m = {k[len("metrics/"):]: z[k][:, 0] for k in z.files if k.startswith("metrics/")}
-        seeds = [int(s) for s in z["seeds"]]
+    sweep = runs.open(workdir)
+    m, seeds = sweep.metrics_at(grid=0), sweep.seeds  # [n_seeds, n_evals] each
     thr = float(phase_cfg["threshold"])
     definitions = {p: (phase_cfg[p], thr) for p in ("phase1", "phase2", "phase3")}
     steps = m["step"][0]
@@ -81,7 +80,7 @@ def main(argv):
         sys.exit("--workdir is required: the folder of an Assign-and-Add training run")
     try:
         print(format_progress(read(workdir)))
-    except ProgressError as e:
+    except (ProgressError, runs.RunError) as e:
         sys.exit(f"error: {e}")
 
 
