@@ -31,8 +31,8 @@ from jax.sharding import NamedSharding, PartitionSpec
 from mechjax import watchdog
 from mechjax.io import write_npz
 from mechjax.train import Trainer, TrainState
+from mechjax.io import write_json
 from mechjax.workdir import SaveError
-from mechjax.workdir import write_json
 
 SEED_AXIS = "seed"
 
@@ -364,11 +364,7 @@ def _save_snapshot(workdir: str, step: int, state: TrainState, n_seeds: int) -> 
     """Parameters ``{name: [n_seeds, n_grid, ...]}`` at ``step`` (atomic write)."""
     params = jax.tree.map(lambda x: x[:n_seeds], _to_host(state.params))
     if jax.process_index() == 0:
-        path = snapshot_path(workdir, step)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = path + ".tmp.npz"
-        np.savez(tmp, **params)
-        os.replace(tmp, path)
+        write_npz(snapshot_path(workdir, step), params)
 
 
 def _log_progress(done: int, total: int, done_at_start: int, t0: float,

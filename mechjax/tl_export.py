@@ -22,6 +22,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from mechjax.config import ModelConfig
+from mechjax.io import write_json
 
 STATE_FILE = "state_dict.pt"
 CONFIG_FILE = "hooked_transformer_config.json"
@@ -108,9 +109,7 @@ def write(params: Mapping[str, Any], cfg: ModelConfig, folder: str) -> str:
     tmp = os.path.join(folder, STATE_FILE + ".tmp")
     torch.save({k: torch.tensor(np.array(v)) for k, v in state.items()}, tmp)
     os.replace(tmp, os.path.join(folder, STATE_FILE))
-    with open(os.path.join(folder, CONFIG_FILE + ".tmp"), "w") as f:
-        json.dump(tl_cfg, f, indent=2, sort_keys=True)
-    os.replace(os.path.join(folder, CONFIG_FILE + ".tmp"), os.path.join(folder, CONFIG_FILE))
+    write_json(os.path.join(folder, CONFIG_FILE), tl_cfg)
     return folder
 
 
