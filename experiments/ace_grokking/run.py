@@ -3,9 +3,9 @@ many seeds in one program, branch every seed at ``branch.epoch`` to weight decay
 reset, a second program), run ACE on every saved checkpoint of both branches as one batched
 analysis per branch, and write figures and summary.json.
 
-Data flow: config -> (task, trainers, schedule) -> run_sweep (weight decay 1, parameter snapshots
-at the checkpoint epochs by its SnapshotPolicy) -> run_sweep from the ``branch.epoch`` snapshot (weight
-decay 0) -> snapshots stacked [checkpoints, seeds, ...] -> ace.analyse_stack of
+Data flow: config -> (task, trainers, schedule) -> run_sweep (weight decay 1, parameter
+snapshots at the checkpoint epochs by its SnapshotPolicy) -> run_sweep from the ``branch.epoch``
+snapshot (weight decay 0) -> snapshots stacked [checkpoints, seeds, ...] -> ace.analyse_stack of
 grokking_core.core_pipeline (seeds vmapped, checkpoints lax.map'ed in vmapped batches) ->
 summary, figures.
 
