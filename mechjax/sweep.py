@@ -29,7 +29,6 @@ from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding, PartitionSpec
 
 from mechjax import watchdog
-from mechjax.io import write_npz
 from mechjax.train import Trainer, TrainState
 from mechjax.io import write_json
 from mechjax.workdir import SaveError
