@@ -30,7 +30,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from mechjax import watchdog
 from mechjax.train import Trainer, TrainState
-from mechjax.io import write_json
+from mechjax.io import write_json, write_npz
 from mechjax.workdir import SaveError
 
 SEED_AXIS = "seed"
