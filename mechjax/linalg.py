@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 
 Array = jax.Array
+UNROLL = 16  # single-matrix calls per loop iteration (measured in BUILD_NOTES.md)
 
 
 def _on_cpu() -> bool:
@@ -46,7 +47,7 @@ def _one_matrix_per_call(fn: Callable, options: tuple, core_ndims: tuple[int, ..
         # vmap would batch the LAPACK call; loop instead (nested vmaps land here again).
         args = tuple(a if b else jnp.broadcast_to(a, (axis_size, *a.shape))
                      for a, b in zip(args, in_batched))
-        out = jax.lax.map(lambda xs: single(*xs), args)
+        out = _each(single, args)
         return out, jax.tree.map(lambda _: True, out)
 
     def looped(*args):
@@ -60,10 +61,26 @@ def _one_matrix_per_call(fn: Callable, options: tuple, core_ndims: tuple[int, ..
             return single(*args)
         flat = tuple(jnp.broadcast_to(a, (*batch, *a.shape[e:])).reshape(-1, *a.shape[e:])
                      for a, e in zip(args, extra))
-        out = jax.lax.map(lambda xs: single(*xs), flat)
+        out = _each(single, flat)
         return jax.tree.map(lambda o: o.reshape(*batch, *o.shape[1:]), out)
 
     return looped
+
+
+def _each(single: Callable, args: tuple) -> object:
+    """``single`` on each row of ``args`` (leading axis ``n``): ``UNROLL`` single-matrix calls
+    side by side per iteration of a ``lax.map`` (they may run concurrently: none blocks), so
+    neither the loop's per-iteration overhead nor compile size grows with ``n``."""
+    n = args[0].shape[0]
+    if n <= UNROLL:
+        rows = [single(*(a[i] for a in args)) for i in range(n)]
+        return jax.tree.map(lambda *r: jnp.stack(r), *rows)
+    n_blocks = -(-n // UNROLL)
+    pad = n_blocks * UNROLL - n  # repeat the last matrix (a valid input), dropped below
+    blocks = tuple(jnp.concatenate([a, jnp.repeat(a[-1:], pad, axis=0)]).reshape(
+        n_blocks, UNROLL, *a.shape[1:]) for a in args)
+    out = jax.lax.map(lambda block: _each(single, block), blocks)
+    return jax.tree.map(lambda o: o.reshape(n_blocks * UNROLL, *o.shape[2:])[:n], out)
 
 
 def _dispatch(fn: Callable, core_ndims: tuple[int, ...], *args, **options):
