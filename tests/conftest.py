@@ -43,3 +43,11 @@ def assert_refused_before_writing(run_fn, config, workdir, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         run_fn(config, str(workdir))
     assert not os.path.exists(workdir)
+
+
+@pytest.fixture
+def pyplot():
+    """matplotlib.pyplot, with every figure the test opened closed afterwards."""
+    import matplotlib.pyplot as plt
+    yield plt
+    plt.close("all")
