@@ -55,3 +55,11 @@ def quickstart_run(tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("quickstart") / "run")
     run.run(config, workdir)
     return workdir
+
+
+@pytest.fixture
+def pyplot():
+    """matplotlib.pyplot, with every figure the test opened closed afterwards."""
+    import matplotlib.pyplot as plt
+    yield plt
+    plt.close("all")

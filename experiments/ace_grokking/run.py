@@ -30,6 +30,7 @@ from mechjax.analysis import grokking_core as gc
 from mechjax.analysis import grokking_dynamics as gd
 from mechjax.config import ConfigError
 from mechjax.plots import grokking as plots
+from mechjax.plots.save import save_figure
 from mechjax.sweep import SnapshotPolicy, log, run_sweep, start_from
 from mechjax.tasks import modular
 from mechjax.train import make_train
@@ -220,9 +221,10 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     np.savez(tmp, **arrays)
     os.replace(tmp, os.path.join(workdir, "metrics.npz"))
 
-    plots.write_all(os.path.join(workdir, "figures"), b["p"], metrics, stats, epochs,
-                    summary["grok_epoch"]["per_seed"], b["branch"]["epoch"],
-                    tuple(b["ace"]["clock_epochs"]))
+    for name, fig in plots.all_figures(b["p"], metrics, stats, epochs,
+                                       summary["grok_epoch"]["per_seed"], b["branch"]["epoch"],
+                                       tuple(b["ace"]["clock_epochs"])).items():
+        save_figure(fig, os.path.join(workdir, "figures", f"{name}.png"))
     write_json(os.path.join(workdir, "summary.json"), summary)
     log(f"wrote {workdir}/summary.json and figures/")
     return summary

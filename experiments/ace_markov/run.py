@@ -21,6 +21,7 @@ from mechjax.analysis import markov_cores
 from mechjax.config import ConfigError
 from mechjax.plots import ace as ace_plots
 from mechjax.plots import curves
+from mechjax.plots.save import save_figure
 from mechjax.sweep import log, run_sweep
 from mechjax.tasks import markov
 from mechjax.timing import batched_over_seeds, loop_over_seeds
@@ -163,31 +164,31 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     # ---- figures (primary tail) ----------------------------------------------------------------
     fig_dir = os.path.join(workdir, "figures")
     steps = m["step"][0]
-    curves.metric_curves(os.path.join(fig_dir, "accuracy.png"), steps,
-                         {"train": m["acc/train"], "test": m["acc/test"]},
-                         title=f"Markov chain: accuracy over {len(seeds)} seeds",
-                         ylabel="accuracy", marks=())
-    ace_plots.seed_matrix(os.path.join(fig_dir, "weight_cosine.png"), mats["cosine"],
-                          "weight cosine\n"
-                          f"off-diag {summary['weight_cosine/mean_offdiag']:.3f}",
-                          seeds, -1.0, 1.0)
+    save_figure(curves.metric_curves(steps, {"train": m["acc/train"], "test": m["acc/test"]},
+                                     title=f"Markov chain: accuracy over {len(seeds)} seeds",
+                                     ylabel="accuracy", marks=()),
+                os.path.join(fig_dir, "accuracy.png"))
+    save_figure(ace_plots.seed_matrix(mats["cosine"], "weight cosine\n"
+                                      f"off-diag {summary['weight_cosine/mean_offdiag']:.3f}",
+                                      seeds, -1.0, 1.0),
+                os.path.join(fig_dir, "weight_cosine.png"))
     acc = mats["acc"]
-    ace_plots.bars_with_dots(
-        os.path.join(fig_dir, "necessity_sufficiency.png"),
+    save_figure(ace_plots.bars_with_dots(
         {"optimal": bayes, "full": acc["full"], "core only": acc["core_only"],
          "core removed": acc["core_removed"], "chance": CHANCE},
-        title=f"core interventions at the block output ({len(seeds)} seeds)")
-    ace_plots.seed_matrix(os.path.join(fig_dir, "projector_overlap.png"), mats["overlap"],
-                          "projector overlap\n"
-                          f"off-diag {summary['overlap/mean_offdiag']:.3f}, "
-                          f"chance {summary['overlap/chance']:.3f}", seeds, 0.0, 1.0)
-    ace_plots.seed_matrix(os.path.join(fig_dir, "cca.png"), mats["cca"],
-                          "mean top-r CCA\n"
-                          f"off-diag {summary['cca/mean_offdiag']:.3f}",
-                          seeds, 0.0, 1.0)
-    ace_plots.unit_circle(os.path.join(fig_dir, "eigenvalues.png"), mats["eigenvalues"],
-                          markov.true_eigenvalues()[1:],
-                          title="operator across positions: eigenvalues")
+        title=f"core interventions at the block output ({len(seeds)} seeds)"),
+        os.path.join(fig_dir, "necessity_sufficiency.png"))
+    save_figure(ace_plots.seed_matrix(mats["overlap"], "projector overlap\n"
+                                      f"off-diag {summary['overlap/mean_offdiag']:.3f}, "
+                                      f"chance {summary['overlap/chance']:.3f}", seeds, 0.0, 1.0),
+                os.path.join(fig_dir, "projector_overlap.png"))
+    save_figure(ace_plots.seed_matrix(mats["cca"], "mean top-r CCA\n"
+                                      f"off-diag {summary['cca/mean_offdiag']:.3f}",
+                                      seeds, 0.0, 1.0),
+                os.path.join(fig_dir, "cca.png"))
+    save_figure(ace_plots.unit_circle(mats["eigenvalues"], markov.true_eigenvalues()[1:],
+                                      title="operator across positions: eigenvalues"),
+                os.path.join(fig_dir, "eigenvalues.png"))
 
     write_json(os.path.join(workdir, "summary.json"), summary)
     log(f"wrote {workdir}/summary.json and figures/")

@@ -24,6 +24,7 @@ from mechjax.analysis import assign_add_final as final_mod
 from mechjax.analysis import assign_add_mech as mech
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.plots import assign_add as plots
+from mechjax.plots.save import save_figure
 from mechjax.sweep import log, run_sweep
 from mechjax.tasks import assign_add as aa
 from mechjax.train import Trainer, make_train
@@ -103,16 +104,17 @@ def example_figures(fig_dir: str, setup: Setup, params: Mapping[str, np.ndarray]
     """QK heatmaps, attention patterns of one example, Fourier fit of the best neuron (one seed)."""
     one = {k: jnp.asarray(v[seed_index]) for k, v in params.items()}
     tag = f"seed {seed}"
-    plots.qk_heatmaps(os.path.join(fig_dir, "qk_heatmaps.png"), final["qk1"][seed_index],
-                      final["qk2"][seed_index], title=tag)
+    save_figure(plots.qk_heatmaps(final["qk1"][seed_index], final["qk2"][seed_index], title=tag),
+                os.path.join(fig_dir, "qk_heatmaps.png"))
     tokens = final["example_tokens"]
     views = final_mod.example_views(one, tokens, setup.model_cfg)
-    plots.attention_patterns(os.path.join(fig_dir, "attention_patterns.png"),
-                             aa.to_string(jnp.asarray(tokens)).split(), *views["attention"],
-                             title=tag)
-    plots.fourier_neuron(os.path.join(fig_dir, "fourier_best_neuron.png"), views["neuron_map"],
-                         views["neuron_fit"], views["k"], views["evr"], views["evr_per_k"],
-                         title=f"{tag}, neuron {views['neuron']}")
+    save_figure(plots.attention_patterns(aa.to_string(jnp.asarray(tokens)).split(),
+                                         *views["attention"], title=tag),
+                os.path.join(fig_dir, "attention_patterns.png"))
+    save_figure(plots.fourier_neuron(views["neuron_map"], views["neuron_fit"], views["k"],
+                                     views["evr"], views["evr_per_k"],
+                                     title=f"{tag}, neuron {views['neuron']}"),
+                os.path.join(fig_dir, "fourier_best_neuron.png"))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -161,32 +163,35 @@ def write_figures(fig_dir: str, setup: Setup, steps: np.ndarray, m: Mapping[str,
                   phase_at: Mapping[str, np.ndarray], final: Mapping[str, Any],
                   done3: np.ndarray) -> None:
     pools = {k[4:]: v for k, v in m.items() if k.startswith("acc/")}
-    plots.accuracy_per_pool(os.path.join(fig_dir, "accuracy_per_pool.png"), steps, pools,
-                            phase_at)
+    save_figure(plots.accuracy_per_pool(steps, pools, phase_at),
+                os.path.join(fig_dir, "accuracy_per_pool.png"))
     progress = {k.split("/", 1)[1]: m[k] for k in sorted(m) if k.startswith("progress/")}
-    plots.progress_measures(os.path.join(fig_dir, "progress_measures.png"), steps, progress,
-                            phase_at)
+    save_figure(plots.progress_measures(steps, progress, phase_at),
+                os.path.join(fig_dir, "progress_measures.png"))
     grad = {k.split("/", 1)[1]: m[k] for k in sorted(m) if k.startswith("qk2grad/")}
-    plots.qk2_gradient(os.path.join(fig_dir, "qk2_gradient.png"), steps, grad, phase_at)
+    save_figure(plots.qk2_gradient(steps, grad, phase_at),
+                os.path.join(fig_dir, "qk2_gradient.png"))
     window = 10 * setup.trainer.train_cfg.eval_every
-    plots.phase_closeup(os.path.join(fig_dir, "phase2_closeup.png"), steps,
-                        {"1var_train": m["acc/1var_train"], "1var_heldout": m["acc/1var_heldout"],
-                         "qk2_diagonal": m["progress/qk2_diagonal"],
-                         "attn2_eq_values": m["progress/attn2_eq_values"],
-                         "probe_accuracy": m["progress/probe_accuracy"]},
-                        phase_at["phase2"], window, "phase 2 (aligned at each seed's phase-2 step)")
-    plots.phase_closeup(os.path.join(fig_dir, "phase3_closeup.png"), steps,
-                        {"2var_two_misplaced": m["acc/2var_two_misplaced"],
-                         "2var_one_misplaced": m["acc/2var_one_misplaced"],
-                         "1var_restricted": m["acc/1var_restricted"],
-                         "2var_heldout": m["acc/2var_heldout"]},
-                        phase_at["phase3"], window, "phase 3 (aligned at each seed's phase-3 step)")
+    save_figure(plots.phase_closeup(
+        steps, {"1var_train": m["acc/1var_train"], "1var_heldout": m["acc/1var_heldout"],
+                "qk2_diagonal": m["progress/qk2_diagonal"],
+                "attn2_eq_values": m["progress/attn2_eq_values"],
+                "probe_accuracy": m["progress/probe_accuracy"]},
+        phase_at["phase2"], window, "phase 2 (aligned at each seed's phase-2 step)"),
+        os.path.join(fig_dir, "phase2_closeup.png"))
+    save_figure(plots.phase_closeup(
+        steps, {"2var_two_misplaced": m["acc/2var_two_misplaced"],
+                "2var_one_misplaced": m["acc/2var_one_misplaced"],
+                "1var_restricted": m["acc/1var_restricted"],
+                "2var_heldout": m["acc/2var_heldout"]},
+        phase_at["phase3"], window, "phase 3 (aligned at each seed's phase-3 step)"),
+        os.path.join(fig_dir, "phase3_closeup.png"))
     which = done3 if done3.any() else np.ones_like(done3)
-    plots.cosine_histograms(os.path.join(fig_dir, "cosine_histograms.png"),
-                            final["cos_matched"][which].ravel(),
-                            final["cos_mismatched"][which].ravel(),
-                            title=f"layer-2 MLP input at '=' ({int(which.sum())} seeds"
-                                  f"{' that completed phase 3' if done3.any() else ''})")
+    save_figure(plots.cosine_histograms(
+        final["cos_matched"][which].ravel(), final["cos_mismatched"][which].ravel(),
+        title=f"layer-2 MLP input at '=' ({int(which.sum())} seeds"
+              f"{' that completed phase 3' if done3.any() else ''})"),
+        os.path.join(fig_dir, "cosine_histograms.png"))
 
 
 def _stats(values: np.ndarray, mask: np.ndarray) -> tuple[float | None, float | None]:

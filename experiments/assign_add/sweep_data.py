@@ -27,6 +27,7 @@ from mechjax import experiment
 from mechjax.analysis import exhaustive
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.plots import assign_add as plots
+from mechjax.plots.save import save_figure
 from mechjax.sweep import log, run_sweep
 from mechjax.tasks import assign_add as aa
 from mechjax.train import Trainer, make_train
@@ -129,13 +130,14 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     metric = MODES[mode][0]
     label = {"f": "held-out pairs (0-var, exhaustive)",
              "r": "2-var union (exhaustive)"}[mode]
-    plots.sweep_curve(os.path.join(workdir, "figures", f"sweep_{mode}.png"), setup.values, acc,
-                      threshold, per_seed, mean_cross if np.isfinite(mean_cross) else None,
-                      xlabel={"f": "f (fraction of pairs used for training)",
-                              "r": "r (keep-probability of 2-var rows)"}[mode],
-                      ylabel=f"accuracy, {label}", log_x=log_x,
-                      title=f"{len(setup.seeds)} seeds, {trainer.train_cfg.steps} steps, "
-                            f"lr {config.hparams.lr}")
+    save_figure(plots.sweep_curve(setup.values, acc, threshold, per_seed,
+                                  mean_cross if np.isfinite(mean_cross) else None,
+                                  xlabel={"f": "f (fraction of pairs used for training)",
+                                          "r": "r (keep-probability of 2-var rows)"}[mode],
+                                  ylabel=f"accuracy, {label}", log_x=log_x,
+                                  title=f"{len(setup.seeds)} seeds, {trainer.train_cfg.steps} "
+                                        f"steps, lr {config.hparams.lr}"),
+                os.path.join(workdir, "figures", f"sweep_{mode}.png"))
     pools = {k: v[:, :, -1].mean(0) for k, v in result.metrics.items() if k.startswith("acc/")}
     summary = {
         "mode": mode, "metric": metric, "values": setup.values, "seeds": setup.seeds,

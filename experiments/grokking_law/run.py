@@ -25,6 +25,7 @@ from mechjax.analysis import grokking_law as gl
 from mechjax.config import ConfigError
 from mechjax.model import forward
 from mechjax.plots.grokking_law import grokking_law_figure
+from mechjax.plots.save import save_figure
 from mechjax.sweep import log, run_sweep
 from mechjax.timing import grid_vs_sequential
 from mechjax.tasks import modular
@@ -185,12 +186,12 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
                                                     "final_test")})
     np.savez(os.path.join(workdir, "metrics.npz"), omegas=np.asarray(omegas),
              ps=np.asarray(ps), seeds=np.asarray(seeds), **arrays)
-    grokking_law_figure(
-        os.path.join(workdir, "figures", "grokking_law.png"), omegas, om["tau"],
-        (fits.omega.C, fits.omega.beta, fits.omega.r2), ps, pw["tau"],
+    save_figure(grokking_law_figure(
+        omegas, om["tau"], (fits.omega.C, fits.omega.beta, fits.omega.r2), ps, pw["tau"],
         (fits.p.Omega, fits.p.p_crit, fits.p.r2),
         omega_title=f"p = {b['p_omega']}, {len(seeds)} seeds",
-        p_title=f"omega = {b['p_sweep_omega']:g}, {len(seeds)} seeds")
+        p_title=f"omega = {b['p_sweep_omega']:g}, {len(seeds)} seeds"),
+        os.path.join(workdir, "figures", "grokking_law.png"))
     write_json(os.path.join(workdir, "summary.json"), summary)
     log(f"wrote {workdir}/summary.json and figures/grokking_law.png")
     return summary

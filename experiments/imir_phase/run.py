@@ -31,6 +31,7 @@ from mechjax.analysis.imir import project as proj
 from mechjax.analysis.imir import reduced as rd
 from mechjax.config import ConfigError
 from mechjax.plots import imir as plots
+from mechjax.plots.save import save_figure
 from mechjax.sweep import log
 from mechjax.tasks import blocklist as bl
 from mechjax.io import write_json, write_npz
@@ -301,11 +302,11 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         metrics.update({"cells/theta": tr["theta"], "cells/t": tr["t"],
                         "cells/p_rare": tr["p_rare"], "cells/p_iwl": tr["p_iwl"],
                         "cells/loss": tr["loss"], "cells/theta_ode": np.asarray(ode_c["theta"])})
-        plots.trajectories(os.path.join(fig_dir, "trajectories_abgd.png"),
-                           {"reduced 4-coord ODE": (tr["t"], np.asarray(ode_c["theta"][0])),
-                            "full transformer (projected)": (tr["t"], tr["theta"][0])},
-                           rd.NAMES, f"f_r={fr_c[0]:.2f}, f_v={fv_c[0]:.2f}, b={b0}: "
-                           "(alpha, beta, gamma, delta)")
+        save_figure(plots.trajectories(
+            {"reduced 4-coord ODE": (tr["t"], np.asarray(ode_c["theta"][0])),
+             "full transformer (projected)": (tr["t"], tr["theta"][0])},
+            rd.NAMES, f"f_r={fr_c[0]:.2f}, f_v={fv_c[0]:.2f}, b={b0}: (alpha, beta, gamma, delta)"),
+            os.path.join(fig_dir, "trajectories_abgd.png"))
 
     # ---- full-manifold ODE vs full training -----------------------------------------------------
     oc = c["ode_check"]
@@ -323,11 +324,12 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     summary["ode_vs_training/detail"] = {k: v for k, v in chk.items() if k != "runs"} | {
         "loss_start": run0["loss_start"], "loss_end": run0["loss_end"],
         "whole_run": run0["whole"], "max_off_span": run0["max_off_span"]}
-    plots.trajectories(os.path.join(fig_dir, "trajectories_ode_vs_training.png"),
-                       {"reduced ODE (full manifold)": (traj["t"], traj["ode_top"]),
-                        "full gradient descent": (traj["t"], traj["gd_top"])},
-                       traj["names"], f"full-manifold reduced ODE vs full training "
-                       f"({chk['n_coords']} coordinates; the 4 largest shown)")
+    save_figure(plots.trajectories(
+        {"reduced ODE (full manifold)": (traj["t"], traj["ode_top"]),
+         "full gradient descent": (traj["t"], traj["gd_top"])},
+        traj["names"], f"full-manifold reduced ODE vs full training "
+        f"({chk['n_coords']} coordinates; the 4 largest shown)"),
+        os.path.join(fig_dir, "trajectories_ode_vs_training.png"))
     metrics.update({"check/t": traj["t"], "check/theta_ode": traj["ode"],
                     "check/theta_gd": traj["gd"]})
 
@@ -345,21 +347,22 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         summary["confinement/rel_residual"] = conf["rel_residual"]
 
     # ---- figures --------------------------------------------------------------------------------
-    plots.phase_diagram(os.path.join(fig_dir, "phase_fr_fv.png"), fr_ax, fv_ax,
-                        metrics["frfv/winner"], metrics["frfv/p_rare"], metrics["frfv/emergence"],
-                        s * b0, contour["c"], "f_r (rare fraction)",
-                        "f_v (within-class variability)",
-                        f"reduced (alpha, beta, gamma, delta) ODE, b={b0}, T={c['sizes'].seq_len}, "
-                        f"V={c['sizes'].vocab}, t1={o['t1']}", ph.WINNERS, cells_xy)
-    plots.phase_diagram(os.path.join(fig_dir, "phase_b_fr.png"), b_ax.astype(float), fr_ax,
-                        metrics["bfr/winner"], metrics["bfr/p_rare"], metrics["bfr/emergence"],
-                        sb_b, contour_b["c"], "b (burstiness)", "f_r (rare fraction)",
-                        f"reduced ODE, f_v={fv_b}, n={nb} blocks, V={c['sizes_b'].vocab}",
-                        ph.WINNERS, None)
-    plots.theorem2(os.path.join(fig_dir, "theorem2.png"), summary.pop("_t2_rows"),
-                   "Theorem 2: ICL gradient suppression by IWL")
-    plots.theorem3(os.path.join(fig_dir, "theorem3.png"), summary.pop("_t3_series"),
-                   "Theorem 3: ICL gradient vs burstiness")
+    save_figure(plots.phase_diagram(
+        fr_ax, fv_ax, metrics["frfv/winner"], metrics["frfv/p_rare"], metrics["frfv/emergence"],
+        s * b0, contour["c"], "f_r (rare fraction)", "f_v (within-class variability)",
+        f"reduced (alpha, beta, gamma, delta) ODE, b={b0}, T={c['sizes'].seq_len}, "
+        f"V={c['sizes'].vocab}, t1={o['t1']}", ph.WINNERS, cells_xy),
+        os.path.join(fig_dir, "phase_fr_fv.png"))
+    save_figure(plots.phase_diagram(
+        b_ax.astype(float), fr_ax, metrics["bfr/winner"], metrics["bfr/p_rare"],
+        metrics["bfr/emergence"], sb_b, contour_b["c"], "b (burstiness)", "f_r (rare fraction)",
+        f"reduced ODE, f_v={fv_b}, n={nb} blocks, V={c['sizes_b'].vocab}", ph.WINNERS, None),
+        os.path.join(fig_dir, "phase_b_fr.png"))
+    save_figure(plots.theorem2(summary.pop("_t2_rows"),
+                               "Theorem 2: ICL gradient suppression by IWL"),
+                os.path.join(fig_dir, "theorem2.png"))
+    save_figure(plots.theorem3(summary.pop("_t3_series"), "Theorem 3: ICL gradient vs burstiness"),
+                os.path.join(fig_dir, "theorem3.png"))
     write_npz(os.path.join(workdir, "metrics.npz"), metrics)
     summary = _finite(summary)
     write_json(os.path.join(workdir, "summary.json"), summary)
@@ -403,20 +406,19 @@ def full_grid(c: dict, fig_dir: str, metrics: dict) -> dict:
     ro_four = _readoff({k: np.asarray(v) for k, v in four.items()}, t, b1, o["threshold"])
     sb = ph.s_factor(FR, FV)
     contour = ph.contour_agreement(sb, ro_full["icl"].reshape(FR.shape))
-    plots.phase_diagram(os.path.join(fig_dir, "phase_full_manifold.png"), ax, ax,
-                        ro_full["winner"].reshape(FR.shape), ro_full["p_rare"].reshape(FR.shape),
-                        ro_full["emergence"].reshape(FR.shape), sb, contour["c"],
-                        "f_r (rare fraction)", "f_v (within-class variability)",
-                        f"full-manifold reduced ODE ({full['n_coords']} coordinates = full "
-                        f"training), T={spec.seq_len}, V={spec.n_tokens}, t1={fg['t1']}",
-                        ph.WINNERS, None)
-    plots.phase_diagram(os.path.join(fig_dir, "phase_full_manifold_4coord.png"), ax, ax,
-                        ro_four["winner"].reshape(FR.shape), ro_four["p_rare"].reshape(FR.shape),
-                        ro_four["emergence"].reshape(FR.shape), sb,
-                        ph.contour_agreement(sb, ro_four["icl"].reshape(FR.shape))["c"],
-                        "f_r (rare fraction)", "f_v (within-class variability)",
-                        f"4-coordinate closed form, same task and grid, t1={fg['t1']}",
-                        ph.WINNERS, None)
+    save_figure(plots.phase_diagram(
+        ax, ax, ro_full["winner"].reshape(FR.shape), ro_full["p_rare"].reshape(FR.shape),
+        ro_full["emergence"].reshape(FR.shape), sb, contour["c"], "f_r (rare fraction)",
+        "f_v (within-class variability)", f"full-manifold reduced ODE ({full['n_coords']} "
+        f"coordinates = full training), T={spec.seq_len}, V={spec.n_tokens}, t1={fg['t1']}",
+        ph.WINNERS, None), os.path.join(fig_dir, "phase_full_manifold.png"))
+    save_figure(plots.phase_diagram(
+        ax, ax, ro_four["winner"].reshape(FR.shape), ro_four["p_rare"].reshape(FR.shape),
+        ro_four["emergence"].reshape(FR.shape), sb,
+        ph.contour_agreement(sb, ro_four["icl"].reshape(FR.shape))["c"], "f_r (rare fraction)",
+        "f_v (within-class variability)",
+        f"4-coordinate closed form, same task and grid, t1={fg['t1']}", ph.WINNERS, None),
+        os.path.join(fig_dir, "phase_full_manifold_4coord.png"))
     metrics.update({"full/winner": ro_full["winner"].reshape(FR.shape),
                     "full/p_rare": ro_full["p_rare"].reshape(FR.shape),
                     "full/p_iwl": ro_full["p_iwl"].reshape(FR.shape),

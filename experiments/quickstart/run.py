@@ -13,6 +13,7 @@ from mechjax.analysis.curves import first_crossing
 from mechjax.analysis.seeds import seed_stats
 from mechjax.io import write_json
 from mechjax.plots import curves, heatmaps
+from mechjax.plots.save import save_figure
 from mechjax.sweep import SnapshotPolicy, log, run_sweep
 from mechjax.tasks import modular
 from mechjax.train import make_train
@@ -54,17 +55,17 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     key_freqs = [sorted(np.argsort(row[1:])[::-1][:5] + 1) for row in norms]
 
     fig_dir = os.path.join(workdir, "figures")
-    curves.metric_curves(os.path.join(fig_dir, "accuracy.png"), steps,
-                         {"train": m["acc/train"], "test": m["acc/test"]},
-                         title=f"{trainer.task.name}: accuracy over {len(seeds)} seeds",
-                         ylabel="accuracy", marks=[float(np.nanmean(t_grok))]
-                         if np.isfinite(t_grok).any() else [])
-    curves.metric_curves(os.path.join(fig_dir, "loss.png"), steps,
-                         {"train": np.log10(m["loss/train"]), "test": np.log10(m["loss/test"])},
-                         title="loss", ylabel="log10 cross-entropy")
-    heatmaps.matrix(os.path.join(fig_dir, "embedding_spectrum.png"), norms[:, 1:],
-                    xlabel="frequency k", ylabel="seed", title="|FFT(W_E)| per seed",
-                    xticks=np.arange(1, norms.shape[1]))
+    save_figure(curves.metric_curves(
+        steps, {"train": m["acc/train"], "test": m["acc/test"]},
+        title=f"{trainer.task.name}: accuracy over {len(seeds)} seeds", ylabel="accuracy",
+        marks=[float(np.nanmean(t_grok))] if np.isfinite(t_grok).any() else []),
+        os.path.join(fig_dir, "accuracy.png"))
+    save_figure(curves.metric_curves(
+        steps, {"train": np.log10(m["loss/train"]), "test": np.log10(m["loss/test"])},
+        title="loss", ylabel="log10 cross-entropy"), os.path.join(fig_dir, "loss.png"))
+    save_figure(heatmaps.matrix(norms[:, 1:], xlabel="frequency k", ylabel="seed",
+                                title="|FFT(W_E)| per seed", xticks=np.arange(1, norms.shape[1])),
+                os.path.join(fig_dir, "embedding_spectrum.png"))
 
     finite = m["finite"][:, -1].astype(bool)
     summary = {

@@ -1,28 +1,30 @@
 """Figures of algorithmic-core experiments (SPEC 2.5): causal bars with per-seed dots, eigenvalues
-on the unit circle, and seeds x seeds comparison heatmaps (via ``plots.heatmaps``)."""
+on the unit circle, and seeds x seeds comparison heatmaps (via ``plots.heatmaps``).
+
+Each function draws on ``ax`` when given (else on a new figure) and returns the Figure.
+"""
 from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-import matplotlib
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from mechjax.plots import heatmaps  # noqa: E402
-from mechjax.plots.curves import save  # noqa: E402
+from mechjax.plots import heatmaps
+from mechjax.plots.canvas import axes_or_new, root_figure
 
 
-def bars_with_dots(path: str, values: Mapping[str, np.ndarray | float], title: str = "",
+def bars_with_dots(values: Mapping[str, np.ndarray | float], title: str = "",
                    ylabel: str = "accuracy", hlines: Mapping[str, float] | None = None,
-                   ylim: tuple[float, float] | None = (0.0, 1.0), seed: int = 0) -> str:
+                   ylim: tuple[float, float] | None = (0.0, 1.0), seed: int = 0, *,
+                   ax: Axes | None = None) -> Figure:
     """One bar per entry of ``values`` (``{label: [n_seeds] or scalar}``): height the mean, error
     bar the std over seeds, and one jittered dot per seed. ``hlines`` draws labelled references.
     """
     labels = list(values)
     rng = np.random.default_rng(seed)
-    fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(labels), 3.8))
+    ax = axes_or_new(ax, (1.2 + 1.1 * len(labels), 3.8))
     for i, label in enumerate(labels):
         v = np.atleast_1d(np.asarray(values[label], float))
         color = f"C{i}"
@@ -40,19 +42,24 @@ def bars_with_dots(path: str, values: Mapping[str, np.ndarray | float], title: s
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
-    return save(fig, path)
+    return root_figure(ax)
 
 
-def unit_circle(path: str, fitted: Sequence[np.ndarray], true: np.ndarray | None = None,
-                title: str = "") -> str:
+def circle_outline(ax: Axes) -> None:
+    """The unit circle in grey, behind eigenvalue scatters."""
+    theta = np.linspace(0, 2 * np.pi, 361)
+    ax.plot(np.cos(theta), np.sin(theta), color="grey", lw=0.8)
+
+
+def unit_circle(fitted: Sequence[np.ndarray], true: np.ndarray | None = None, title: str = "",
+                *, ax: Axes | None = None) -> Figure:
     """Eigenvalues in the complex plane with the unit circle.
 
     ``fitted``: one array of complex eigenvalues per seed (lengths may differ); ``true``: the
     reference eigenvalues (drawn as large open markers).
     """
-    fig, ax = plt.subplots(figsize=(4.4, 4.4))
-    theta = np.linspace(0, 2 * np.pi, 361)
-    ax.plot(np.cos(theta), np.sin(theta), color="grey", lw=0.8)
+    ax = axes_or_new(ax, (4.4, 4.4))
+    circle_outline(ax)
     ax.axhline(0, color="grey", lw=0.4)
     ax.axvline(0, color="grey", lw=0.4)
     points = [np.asarray(f, complex).ravel() for f in fitted]
@@ -71,14 +78,15 @@ def unit_circle(path: str, fitted: Sequence[np.ndarray], true: np.ndarray | None
     ax.set_ylabel("Im")
     ax.set_title(title)
     ax.legend(fontsize=7, loc="lower left")
-    return save(fig, path)
+    return root_figure(ax)
 
 
-def seed_matrix(path: str, values: np.ndarray, title: str, seeds: Sequence[int] | None = None,
-                vmin: float | None = None, vmax: float | None = None) -> str:
-    """A seeds x seeds comparison heatmap (overlap, CCA, weight cosine)."""
+def seed_matrix(values: np.ndarray, title: str, seeds: Sequence[int] | None = None,
+                vmin: float | None = None, vmax: float | None = None, *,
+                ax: Axes | None = None) -> Figure:
+    """A seeds x seeds comparison heatmap ``[n_seeds, n_seeds]`` (overlap, CCA, weight cosine)."""
     values = np.asarray(values, float)
     ticks = list(seeds) if seeds is not None else list(range(values.shape[0]))
-    return heatmaps.matrix(path, values, xlabel="seed", ylabel="seed", title=title,
-                           xticks=ticks, yticks=ticks, vmin=vmin, vmax=vmax,
-                           annotate=values.shape[0] <= 8)
+    return heatmaps.matrix(values, xlabel="seed", ylabel="seed", title=title, xticks=ticks,
+                           yticks=ticks, vmin=vmin, vmax=vmax, annotate=values.shape[0] <= 8,
+                           ax=ax)

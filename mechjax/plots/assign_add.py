@@ -2,20 +2,19 @@
 seeds and phase marks, phase close-ups aligned per seed, QK heatmaps, attention patterns, cosine
 histograms, the Fourier fit of one neuron, and the f / r data-requirement sweeps.
 
-Every function takes arrays (``[n_seeds, n_evals]`` curves, ``{phase: [n_seeds]}`` steps) and a
-PNG path, and returns the path.
+Every function takes arrays (``[n_seeds, n_evals]`` curves, ``{phase: [n_seeds]}`` steps), draws
+on ``ax`` / ``fig`` when given (else on a new figure) and returns the Figure.
 """
 from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-import matplotlib
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure, SubFigure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from mechjax.plots.curves import band_plot, save  # noqa: E402
+from mechjax.plots.canvas import axes_or_new, figure_or_new, root_figure
+from mechjax.plots.curves import band_plot
 
 PHASE_COLORS = {"phase1": "tab:green", "phase2": "tab:orange", "phase3": "tab:red"}
 POOL_GROUPS = (("0-var", ("0var_train", "0var_heldout")),
@@ -38,17 +37,19 @@ def _phase_marks(ax, phases: Mapping[str, np.ndarray] | None) -> None:
                 transform=ax.get_xaxis_transform(), clip_on=False)
 
 
-def _panels(n: int, ncols: int = 3, size=(4.2, 3.0)):
+def _panels(fig: Figure | SubFigure | None, n: int, ncols: int = 3, size=(4.2, 3.0)):
+    """``n`` panels in rows of ``ncols`` (each ``size`` inches when the figure is new)."""
     nrows = -(-n // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows),
-                             squeeze=False)
+    fig = figure_or_new(fig, (size[0] * ncols, size[1] * nrows))
+    axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax in axes.ravel()[n:]:
         ax.axis("off")
     return fig, axes.ravel()
 
 
-def accuracy_per_pool(path: str, steps: np.ndarray, pools: Mapping[str, np.ndarray],
-                      phases: Mapping[str, np.ndarray] | None = None) -> str:
+def accuracy_per_pool(steps: np.ndarray, pools: Mapping[str, np.ndarray],
+                      phases: Mapping[str, np.ndarray] | None = None, *,
+                      fig: Figure | SubFigure | None = None) -> Figure:
     """Accuracy on every evaluation pool vs step (mean line, min-max band over seeds), grouped by
     sequence kind, with phase marks."""
     groups = [(title, [p for p in names if p in pools]) for title, names in POOL_GROUPS]
@@ -56,7 +57,7 @@ def accuracy_per_pool(path: str, steps: np.ndarray, pools: Mapping[str, np.ndarr
     if other:
         groups.append(("other", other))
     groups = [g for g in groups if g[1]]
-    fig, axes = _panels(len(groups))
+    fig, axes = _panels(fig, len(groups))
     n_seeds = next(iter(pools.values())).shape[0] if pools else 0
     for ax, (title, names) in zip(axes, groups):
         for name in names:
@@ -67,50 +68,60 @@ def accuracy_per_pool(path: str, steps: np.ndarray, pools: Mapping[str, np.ndarr
         ax.set_ylim(-0.02, 1.05)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6)
-    return save(fig, path)
+    return root_figure(fig)
 
 
-def progress_measures(path: str, steps: np.ndarray, measures: Mapping[str, np.ndarray],
-                      phases: Mapping[str, np.ndarray] | None = None) -> str:
-    """One panel per progress measure (mean, band and every seed), with phase marks."""
-    fig, axes = _panels(len(measures), ncols=4, size=(3.6, 2.8))
+def _measure_panels(fig: Figure | SubFigure | None, steps: np.ndarray,
+                    measures: Mapping[str, np.ndarray],
+                    phases: Mapping[str, np.ndarray] | None, ncols: int,
+                    size: tuple[float, float], titles: Mapping[str, str], fontsize: float,
+                    zero_line: bool):
+    """One panel per measure ``[n_seeds, n_evals]``: mean, band and every seed, phase marks."""
+    fig, axes = _panels(fig, len(measures), ncols=ncols, size=size)
     for ax, (name, values) in zip(axes, measures.items()):
         band_plot(ax, steps, values, name)
         _phase_marks(ax, phases)
-        ax.set_title(name, fontsize=9)
+        if zero_line:
+            ax.axhline(0.0, color="k", lw=0.5)
+        ax.set_title(titles.get(name, name), fontsize=fontsize)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
+    return fig, axes
+
+
+def progress_measures(steps: np.ndarray, measures: Mapping[str, np.ndarray],
+                      phases: Mapping[str, np.ndarray] | None = None, *,
+                      fig: Figure | SubFigure | None = None) -> Figure:
+    """One panel per progress measure (mean, band and every seed), with phase marks."""
+    fig, axes = _measure_panels(fig, steps, measures, phases, 4, (3.6, 2.8), {}, 9, False)
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
         fig.legend(handles[1:], labels[1:], loc="lower right", fontsize=7)
-    return save(fig, path)
+    return root_figure(fig)
 
 
-def qk2_gradient(path: str, steps: np.ndarray, measures: Mapping[str, np.ndarray],
-                 phases: Mapping[str, np.ndarray] | None = None) -> str:
-    """The layer-2 QK gradient projected on the variable-identity block over training."""
-    titles = {"identity": "-dL/dQK2 on A.A^T: diag - offdiag",
+QK2_TITLES = {"identity": "-dL/dQK2 on A.A^T: diag - offdiag",
               "identity_cos": "cos(-A dL/dQK2 A^T, I - J/12)",
               "block_fraction": "||grad in span(A)|| / ||grad||",
               "weights_identity": "A QK2 A^T: diag - offdiag",
               "weights_identity_cos": "cos(A QK2 A^T, I - J/12)"}
-    fig, axes = _panels(len(measures), ncols=3, size=(4.2, 3.0))
-    for ax, (name, values) in zip(axes, measures.items()):
-        band_plot(ax, steps, values, name)
-        _phase_marks(ax, phases)
-        ax.axhline(0.0, color="k", lw=0.5)
-        ax.set_title(titles.get(name, name), fontsize=8)
-        ax.set_xlabel("step")
-        ax.grid(alpha=0.3)
-    return save(fig, path)
 
 
-def phase_closeup(path: str, steps: np.ndarray, curves: Mapping[str, np.ndarray],
-                  phase_step: np.ndarray, window: float, title: str) -> str:
+def qk2_gradient(steps: np.ndarray, measures: Mapping[str, np.ndarray],
+                 phases: Mapping[str, np.ndarray] | None = None, *,
+                 fig: Figure | SubFigure | None = None) -> Figure:
+    """The layer-2 QK gradient projected on the variable-identity block over training."""
+    fig, _ = _measure_panels(fig, steps, measures, phases, 3, (4.2, 3.0), QK2_TITLES, 8, True)
+    return root_figure(fig)
+
+
+def phase_closeup(steps: np.ndarray, curves: Mapping[str, np.ndarray], phase_step: np.ndarray,
+                  window: float, title: str, *,
+                  fig: Figure | SubFigure | None = None) -> Figure:
     """Curves of the seeds that reached a phase, shifted so each seed's phase step is 0."""
     phase_step = np.asarray(phase_step, float)
     ok = np.isfinite(phase_step)
-    fig, axes = _panels(len(curves), ncols=min(len(curves), 3), size=(4.0, 3.0))
+    fig, axes = _panels(fig, len(curves), ncols=min(len(curves), 3), size=(4.0, 3.0))
     for ax, (name, values) in zip(axes, curves.items()):
         if not ok.any():
             ax.text(0.5, 0.5, "no seed reached this phase", ha="center", va="center",
@@ -124,13 +135,15 @@ def phase_closeup(path: str, steps: np.ndarray, curves: Mapping[str, np.ndarray]
         ax.set_xlabel("step - phase step")
         ax.grid(alpha=0.3)
     fig.suptitle(f"{title}: {int(ok.sum())}/{ok.size} seeds", fontsize=10)
-    return save(fig, path)
+    return root_figure(fig)
 
 
-def qk_heatmaps(path: str, qk1: np.ndarray, qk2: np.ndarray, title: str = "") -> str:
+def qk_heatmaps(qk1: np.ndarray, qk2: np.ndarray, title: str = "", *,
+                fig: Figure | SubFigure | None = None) -> Figure:
     """Positional QK1 ``[16, 16]`` (query rows; masked above the diagonal) and variable QK2
     ``[12, 12]`` side by side."""
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.6))
+    fig = figure_or_new(fig, (11, 4.6))
+    a1, a2 = fig.subplots(1, 2)
     q1 = np.where(np.isfinite(qk1), qk1, np.nan)
     im = a1.imshow(q1, cmap="viridis")
     fig.colorbar(im, ax=a1)
@@ -146,14 +159,14 @@ def qk_heatmaps(path: str, qk1: np.ndarray, qk2: np.ndarray, title: str = "") ->
     a2.set_title(f"(e_v OV1) QK2 (e_w OV1)^T / sqrt(d) {title}", fontsize=9)
     a2.set_xlabel("key variable w")
     a2.set_ylabel("query variable v")
-    return save(fig, path)
+    return root_figure(fig)
 
 
-def attention_patterns(path: str, tokens: Sequence[str], pattern1: np.ndarray,
-                       pattern2: np.ndarray, title: str = "") -> str:
+def attention_patterns(tokens: Sequence[str], pattern1: np.ndarray, pattern2: np.ndarray,
+                       title: str = "", *, fig: Figure | SubFigure | None = None) -> Figure:
     """Layer-1 and layer-2 attention patterns ``[16, 16]`` of one sequence."""
-    fig, axes = plt.subplots(1, 2, figsize=(12, 5.4))
-    for ax, pat, name in zip(axes, (pattern1, pattern2), ("layer 1", "layer 2")):
+    fig = figure_or_new(fig, (12, 5.4))
+    for ax, pat, name in zip(fig.subplots(1, 2), (pattern1, pattern2), ("layer 1", "layer 2")):
         im = ax.imshow(pat, cmap="Blues", vmin=0, vmax=1)
         fig.colorbar(im, ax=ax)
         ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
@@ -161,14 +174,14 @@ def attention_patterns(path: str, tokens: Sequence[str], pattern1: np.ndarray,
         ax.set_xlabel("key")
         ax.set_ylabel("query")
         ax.set_title(f"{name} attention {title}", fontsize=9)
-    return save(fig, path)
+    return root_figure(fig)
 
 
-def cosine_histograms(path: str, matched: np.ndarray, mismatched: np.ndarray,
-                      title: str = "") -> str:
+def cosine_histograms(matched: np.ndarray, mismatched: np.ndarray, title: str = "", *,
+                      ax: Axes | None = None) -> Figure:
     """Histograms of the layer-2 MLP-input cosine, literal vs variable twin (matched) and vs
     another sequence (mismatched)."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    ax = axes_or_new(ax, (6.4, 4.0))
     bins = np.linspace(-1, 1, 81)
     for values, label, color in ((matched, "matched", "tab:blue"),
                                  (mismatched, "mismatched", "tab:grey")):
@@ -179,14 +192,16 @@ def cosine_histograms(path: str, matched: np.ndarray, mismatched: np.ndarray,
     ax.set_ylabel("sequences")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
-    return save(fig, path)
+    return root_figure(ax)
 
 
-def fourier_neuron(path: str, neuron_map: np.ndarray, fitted: np.ndarray, k: int, evr: float,
-                   evr_by_k: np.ndarray, title: str = "") -> str:
-    """A layer-2 MLP pre-activation map over (n, m), its single-frequency fit, and the explained
-    variance ratio per frequency."""
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+def fourier_neuron(neuron_map: np.ndarray, fitted: np.ndarray, k: int, evr: float,
+                   evr_by_k: np.ndarray, title: str = "", *,
+                   fig: Figure | SubFigure | None = None) -> Figure:
+    """A layer-2 MLP pre-activation map over (n, m) ``[p, p]``, its single-frequency fit, and the
+    explained variance ratio per frequency ``[n_k]``."""
+    fig = figure_or_new(fig, (14, 4.2))
+    axes = fig.subplots(1, 3)
     centred = neuron_map - neuron_map.mean()
     lim = np.abs(centred).max() or 1.0
     for ax, values, name in ((axes[0], centred, "pre-activation (centred)"),
@@ -201,17 +216,17 @@ def fourier_neuron(path: str, neuron_map: np.ndarray, fitted: np.ndarray, k: int
     axes[2].set_xlabel("frequency k")
     axes[2].set_ylabel("explained variance ratio")
     axes[2].set_title("single-frequency fits", fontsize=9)
-    return save(fig, path)
+    return root_figure(fig)
 
 
-def sweep_curve(path: str, xs: np.ndarray, acc: np.ndarray, threshold: float,
-                crossings: np.ndarray, mean_crossing: float | None, xlabel: str, ylabel: str,
-                log_x: bool = False, title: str = "") -> str:
+def sweep_curve(xs: np.ndarray, acc: np.ndarray, threshold: float, crossings: np.ndarray,
+                mean_crossing: float | None, xlabel: str, ylabel: str, log_x: bool = False,
+                title: str = "", *, ax: Axes | None = None) -> Figure:
     """Accuracy vs a data knob (``acc [n_seeds, n_x]``): mean, min-max band, every seed as dots,
     the threshold line and the estimated crossing (mean curve; per-seed spread as an error bar)."""
     xs = np.asarray(xs, float)
     acc = np.asarray(acc, float)
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    ax = axes_or_new(ax, (6.4, 4.2))
     band_plot(ax, xs, acc, f"mean over {acc.shape[0]} seeds", individual=False)
     for row in acc:
         ax.plot(xs, row, ".", color="tab:blue", alpha=0.4, ms=5)
@@ -234,4 +249,4 @@ def sweep_curve(path: str, xs: np.ndarray, acc: np.ndarray, threshold: float,
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    return save(fig, path)
+    return root_figure(ax)

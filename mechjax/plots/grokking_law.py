@@ -1,15 +1,13 @@
 """The grokking-time law figure: tau_grok vs weight decay and vs p, log-log, with the fits."""
 from __future__ import annotations
 
-import os
 from typing import Callable, Sequence
 
-import matplotlib
+import numpy as np
+from matplotlib import ticker
+from matplotlib.figure import Figure, SubFigure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib import ticker  # noqa: E402
-import numpy as np  # noqa: E402
+from mechjax.plots.canvas import figure_or_new, root_figure
 
 
 def _panel(ax, x: Sequence[float], tau: np.ndarray, fit_curve: Callable | None, fit_label: str,
@@ -53,18 +51,20 @@ def _panel(ax, x: Sequence[float], tau: np.ndarray, fit_curve: Callable | None, 
         ax.legend(fontsize=8)
 
 
-def grokking_law_figure(path: str, omegas: Sequence[float], tau_omega: np.ndarray,
+def grokking_law_figure(omegas: Sequence[float], tau_omega: np.ndarray,
                         omega_fit: tuple[float, float, float] | None,
                         ps: Sequence[float], tau_p: np.ndarray,
                         p_fit: tuple[float, float, float] | None,
-                        omega_title: str = "", p_title: str = "") -> str:
-    """Two log-log panels saved as PNG at ``path``.
+                        omega_title: str = "", p_title: str = "", *,
+                        fig: Figure | SubFigure | None = None) -> Figure:
+    """Two log-log panels (in ``fig`` when given, else a new figure); returns the Figure.
 
     ``tau_omega [n_omegas, n_seeds]``, ``tau_p [n_ps, n_seeds]`` (NaN = never grokked);
     ``omega_fit = (C, beta, R^2)`` of ``tau = C omega^beta``; ``p_fit = (Omega, p_crit, R^2)`` of
     ``tau = -Omega log(1 - p_crit / p)``. A fit with NaN parameters is not drawn.
     """
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.3))
+    fig = figure_or_new(fig, (11, 4.3))
+    axes = fig.subplots(1, 2)
     curve, label = None, ""
     if omega_fit is not None and np.all(np.isfinite(omega_fit[:2])):
         c, beta, r2 = omega_fit
@@ -80,8 +80,4 @@ def grokking_law_figure(path: str, omegas: Sequence[float], tau_omega: np.ndarra
                  rf"$\tau = -{big_omega:.3g}\,\log(1 - {p_crit:.3g}/p)$")
         label += rf", $R^2 = {r2:.3f}$"
     _panel(axes[1], ps, tau_p, curve, label, "modulus p", p_title)
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return root_figure(fig)

@@ -3,24 +3,24 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import matplotlib
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from mechjax.plots.curves import save  # noqa: E402
+from mechjax.plots.canvas import axes_or_new, root_figure
 
 
-def matrix(path: str, values: np.ndarray, xlabel: str = "", ylabel: str = "", title: str = "",
+def matrix(values: np.ndarray, xlabel: str = "", ylabel: str = "", title: str = "",
            xticks: Sequence | None = None, yticks: Sequence | None = None, cmap: str = "viridis",
-           annotate: bool = False, vmin: float | None = None, vmax: float | None = None) -> str:
-    """Heatmap of a 2-D array saved as PNG at ``path``."""
+           annotate: bool = False, vmin: float | None = None, vmax: float | None = None, *,
+           ax: Axes | None = None) -> Figure:
+    """Heatmap of a 2-D array ``[rows, cols]`` with a colorbar (on ``ax`` or a new figure sized
+    to the array)."""
     values = np.asarray(values, float)
-    fig, ax = plt.subplots(figsize=(min(2 + 0.35 * values.shape[1], 10),
-                                    min(1.5 + 0.3 * values.shape[0], 8)))
+    ax = axes_or_new(ax, (min(2 + 0.35 * values.shape[1], 10),
+                          min(1.5 + 0.3 * values.shape[0], 8)))
     im = ax.imshow(values, cmap=cmap, aspect="auto", vmin=vmin, vmax=vmax)
-    fig.colorbar(im, ax=ax)
+    ax.figure.colorbar(im, ax=ax)
     if xticks is not None:
         ax.set_xticks(range(len(xticks)), [str(t) for t in xticks], fontsize=7)
     if yticks is not None:
@@ -31,4 +31,4 @@ def matrix(path: str, values: np.ndarray, xlabel: str = "", ylabel: str = "", ti
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    return save(fig, path)
+    return root_figure(ax)

@@ -1,30 +1,31 @@
 """IMIR figures: ICL/IWL phase diagrams with the predicted contour and trained cells, coordinate
-trajectories (reduced ODE vs full training), and the Theorem 2/3 checks."""
+trajectories (reduced ODE vs full training), and the Theorem 2/3 checks. Each function draws on
+``ax`` / ``fig`` when given (else on a new figure) and returns the Figure."""
 from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-import matplotlib
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.colors import BoundaryNorm, ListedColormap
+from matplotlib.figure import Figure, SubFigure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.colors import BoundaryNorm, ListedColormap  # noqa: E402
-
-from mechjax.plots.curves import save  # noqa: E402
+from mechjax.plots.canvas import axes_or_new, figure_or_new, root_figure
 
 WINNER_COLORS = ("#bbbbbb", "#1f77b4", "#d62728", "#9467bd")  # neither, ICL, IWL, both
 
 
-def phase_diagram(path: str, x: np.ndarray, y: np.ndarray, winner: np.ndarray,
-                  p_rare: np.ndarray, emergence: np.ndarray, sb: np.ndarray, contour_c: float,
-                  xlabel: str, ylabel: str, title: str, winners: Sequence[str],
-                  cells: Mapping[str, np.ndarray] | None = None) -> str:
+def phase_diagram(x: np.ndarray, y: np.ndarray, winner: np.ndarray, p_rare: np.ndarray,
+                  emergence: np.ndarray, sb: np.ndarray, contour_c: float, xlabel: str,
+                  ylabel: str, title: str, winners: Sequence[str],
+                  cells: Mapping[str, np.ndarray] | None = None, *,
+                  fig: Figure | SubFigure | None = None) -> Figure:
     """Three panels over the grid (arrays ``[len(x), len(y)]``): winner, final rare-token ICL
     probability, ICL emergence time; the predicted contour ``s b = contour_c`` on each, and the
     trained cells (``cells``: ``x``, ``y``, ``winner``, ``p_rare``, ``emergence``) as outlined
     squares coloured on the same scale."""
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.6))
+    fig = figure_or_new(fig, (16, 4.6))
+    axes = fig.subplots(1, 3)
     ext = [x[0], x[-1], y[0], y[-1]]
     cmap = ListedColormap(WINNER_COLORS)
     panels = [
@@ -60,13 +61,14 @@ def phase_diagram(path: str, x: np.ndarray, y: np.ndarray, winner: np.ndarray,
         ax.set_title(name, fontsize=10)
     fig.suptitle(f"{title}\n(dashed: predicted contour s*b = {contour_c:.3g}; squares: trained "
                  "transformers)", fontsize=10)
-    return save(fig, path)
+    return root_figure(fig)
 
 
-def trajectories(path: str, curves: Mapping[str, tuple[np.ndarray, np.ndarray]],
-                 names: Sequence[str], title: str) -> str:
+def trajectories(curves: Mapping[str, tuple[np.ndarray, np.ndarray]], names: Sequence[str],
+                 title: str, *, fig: Figure | SubFigure | None = None) -> Figure:
     """One panel per coordinate; ``curves``: label -> (t [n_t], theta [n_t, len(names)])."""
-    fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.4))
+    fig = figure_or_new(fig, (4 * len(names), 3.4))
+    axes = fig.subplots(1, len(names))
     for j, (ax, name) in enumerate(zip(np.atleast_1d(axes), names)):
         for i, (label, (t, th)) in enumerate(curves.items()):
             ax.plot(t, np.asarray(th)[:, j], label=label, ls="-" if i % 2 == 0 else "--",
@@ -75,12 +77,13 @@ def trajectories(path: str, curves: Mapping[str, tuple[np.ndarray, np.ndarray]],
         ax.set_xlabel("t (= step x lr)")
     np.atleast_1d(axes)[0].legend(fontsize=7)
     fig.suptitle(title, fontsize=10)
-    return save(fig, path)
+    return root_figure(fig)
 
 
-def theorem2(path: str, rows: Mapping[str, Sequence[Mapping[str, float]]], title: str) -> str:
+def theorem2(rows: Mapping[str, Sequence[Mapping[str, float]]], title: str, *,
+             ax: Axes | None = None) -> Figure:
     """Measured ICL-gradient ratio against ``s = f_r + (1 - f_r) f_v``, one series per protocol."""
-    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    ax = axes_or_new(ax, (5.5, 4.5))
     for label, rs in rows.items():
         ax.scatter([r["s"] for r in rs], [r["ratio_gamma"] for r in rs], label=label, s=25)
     ax.plot([0, 1], [0, 1], "k-", lw=1, label="ratio = s")
@@ -89,13 +92,13 @@ def theorem2(path: str, rows: Mapping[str, Sequence[Mapping[str, float]]], title
     ax.set_ylabel("ICL gradient with IWL / without")
     ax.legend(fontsize=7)
     ax.set_title(title, fontsize=9)
-    return save(fig, path)
+    return root_figure(ax)
 
 
-def theorem3(path: str, series: Mapping[str, tuple[Sequence[float], Sequence[float], float]],
-             title: str) -> str:
+def theorem3(series: Mapping[str, tuple[Sequence[float], Sequence[float], float]], title: str,
+             *, ax: Axes | None = None) -> Figure:
     """ICL gradient against ``b``; ``series``: label -> (b values, gradient, R^2)."""
-    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    ax = axes_or_new(ax, (5.5, 4.5))
     for label, (b, g, r2) in series.items():
         g = np.asarray(g, float)
         ax.plot(b, g / np.max(np.abs(g)), "o-", label=f"{label} (R^2 {r2:.3f})")
@@ -103,4 +106,4 @@ def theorem3(path: str, series: Mapping[str, tuple[Sequence[float], Sequence[flo
     ax.set_ylabel("ICL gradient (normalised)")
     ax.legend(fontsize=7)
     ax.set_title(title, fontsize=9)
-    return save(fig, path)
+    return root_figure(ax)
