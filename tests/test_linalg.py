@@ -8,7 +8,15 @@ import pytest
 
 from mechjax import linalg
 
-jax.config.update("jax_enable_x64", True)
+
+@pytest.fixture(autouse=True, scope="module")
+def float64():
+    """float64 (what the analyses use) for this module only: x64 is process-wide, and other test
+    modules in the same worker must keep float32."""
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.config.update("jax_enable_x64", before)
 
 
 def _matrices(shape, seed=0):
