@@ -1,0 +1,307 @@
+"""GPT-2-format checkpoints (the folder ``transformers.GPT2LMHeadModel.save_pretrained`` writes) to
+and from mechjax's ``ModelConfig`` plus TransformerLens-named parameters.
+
+GPT-2 is mechjax's ``normalization="pre"`` architecture with biases, learned positions, a causal
+mask, a final LayerNorm and an unembedding tied to ``W_E`` with no bias. What has to be converted:
+  * ``Conv1D`` weights are stored ``[in, out]`` (``y = x @ W + b``), like TransformerLens' plain
+    matrices, so MLP weights need no transpose;
+  * ``attn.c_attn`` fuses Q, K and V into one ``[d, 3d]`` matrix whose columns are ``(qkv, head,
+    d_head)``; TransformerLens keeps ``W_Q [h, d, e]`` per head;
+  * ``attn.c_proj`` reads the heads' outputs concatenated as ``(head, d_head)``: ``W_O [h, e, d]``.
+The attention mask buffers of older checkpoints (``attn.bias``, ``attn.masked_bias``) are the
+causal mask mechjax builds itself and are ignored. Dropout is not carried over: the loaded model
+is for analysis, and GPT-2 drops at places (the embeddings) mechjax's dropout does not.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+
+import numpy as np
+
+from mechjax.config import ConfigError, ModelConfig
+from mechjax.io import write_json
+from mechjax.loaders.files import (CONFIG_FILE, SAFETENSORS_FILE, CheckpointError, read_config,
+                                   read_state_dict)
+from mechjax.model import Params
+from mechjax.tl_export import ExportError, tl_state_dict
+from mechjax.weights import WeightsError, params_from_state_dict
+
+# transformers' activation names -> mechjax's. gelu_pytorch_tanh is the same tanh approximation
+# as gelu_new, computed by a fused kernel.
+_ACTIVATIONS_IN = {"gelu_new": "gelu_new", "gelu_pytorch_tanh": "gelu_new", "gelu": "gelu",
+                   "relu": "relu"}
+_ACTIVATIONS_OUT = {"gelu_new": "gelu_new", "gelu": "gelu", "relu": "relu"}
+
+# GPT2Config's defaults: transformers fills in a missing key with these, so the loader does too.
+_DEFAULTS = {"vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12,
+             "n_head": 12, "n_inner": None, "activation_function": "gelu_new",
+             "layer_norm_epsilon": 1e-5, "scale_attn_weights": True,
+             "scale_attn_by_inverse_layer_idx": False, "add_cross_attention": False,
+             "tie_word_embeddings": True}
+_MASK_BUFFERS = ("bias", "masked_bias")  # h.{l}.attn.<buffer>
+
+
+class GPT2FormatError(CheckpointError):
+    """A folder, config or model that is not (or cannot be written as) a GPT-2 checkpoint."""
+
+
+def gpt2_model_config(n_layers: int, d_model: int, n_heads: int, d_vocab: int, n_ctx: int,
+                      d_mlp: int | None = None, act_fn: str = "gelu_new", ln_eps: float = 1e-5,
+                      tied_unembed: bool = True, dropout: float = 0.0,
+                      attn_scale: float | None = None) -> ModelConfig:
+    """The mechjax config of a GPT-2-architecture model (``d_mlp`` defaults to ``4 * d_model``)."""
+    return ModelConfig(n_layers=n_layers, d_model=d_model, n_heads=n_heads, d_head=None,
+                       d_mlp=4 * d_model if d_mlp is None else d_mlp, d_vocab=d_vocab,
+                       n_ctx=n_ctx, act_fn=act_fn, use_bias=True, normalization="pre",
+                       ln_eps=ln_eps, dropout=dropout, positional_embedding=True, causal=True,
+                       tied_unembed=tied_unembed, unembed_bias=False, attn_scale=attn_scale)
+
+
+# ---- config.json <-> ModelConfig -----------------------------------------------------------------
+def config_from_hf(values: Mapping[str, Any], source: str = CONFIG_FILE) -> ModelConfig:
+    """The ``ModelConfig`` of a GPT-2 ``config.json`` (as a dict)."""
+    model_type = values.get("model_type")
+    if model_type != "gpt2":
+        raise GPT2FormatError(f"{source}: model_type={model_type!r}; only 'gpt2' checkpoints "
+                              "(GPT2LMHeadModel / GPT2Model) are supported")
+    hf = {**_DEFAULTS, **values}
+    for key in ("vocab_size", "n_embd", "n_layer", "n_head"):
+        _check_int(hf, key, source)
+    # Configs from before transformers 4 name the context length n_ctx.
+    if "n_positions" not in values and "n_ctx" in values:
+        hf["n_positions"] = values["n_ctx"]
+    _check_int(hf, "n_positions", source)
+    if hf["n_inner"] is not None:
+        _check_int(hf, "n_inner", source)
+    activation = hf["activation_function"]
+    if activation not in _ACTIVATIONS_IN:
+        raise GPT2FormatError(f"{source}: activation_function={activation!r}; supported: "
+                              f"{sorted(_ACTIVATIONS_IN)}")
+    for key, allowed in (("scale_attn_by_inverse_layer_idx", False), ("add_cross_attention", False)):
+        if hf[key] != allowed:
+            raise GPT2FormatError(f"{source}: {key}={hf[key]!r}; mechjax supports only {allowed}")
+    eps = hf["layer_norm_epsilon"]
+    if not isinstance(eps, (int, float)) or isinstance(eps, bool) or eps <= 0:
+        raise GPT2FormatError(f"{source}: layer_norm_epsilon={eps!r}; must be a positive number")
+    if hf["n_embd"] % hf["n_head"]:
+        raise GPT2FormatError(f"{source}: n_embd={hf['n_embd']} is not divisible by "
+                              f"n_head={hf['n_head']}")
+    try:
+        return gpt2_model_config(
+            n_layers=hf["n_layer"], d_model=hf["n_embd"], n_heads=hf["n_head"],
+            d_vocab=hf["vocab_size"], n_ctx=hf["n_positions"], d_mlp=hf["n_inner"],
+            act_fn=_ACTIVATIONS_IN[activation], ln_eps=float(eps),
+            tied_unembed=bool(hf["tie_word_embeddings"]),
+            attn_scale=None if hf["scale_attn_weights"] else 1.0)
+    except ConfigError as err:
+        raise GPT2FormatError(f"{source}: {err}") from err
+
+
+def _check_int(values: Mapping[str, Any], key: str, source: str) -> None:
+    value = values[key]
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise GPT2FormatError(f"{source}: {key}={value!r}; must be a positive integer")
+
+
+def check_gpt2_compatible(cfg: ModelConfig) -> None:
+    """Raise ``GPT2FormatError`` naming every setting of ``cfg`` that GPT-2 cannot express.
+
+    A bias-free model is allowed (its biases are written as exact zeros, the same function).
+    """
+    problems = []
+    for field, want in (("normalization", "pre"), ("positional_embedding", True),
+                        ("causal", True), ("merged_kq", False), ("merged_ov", False),
+                        ("attn_only", False)):
+        if getattr(cfg, field) != want:
+            problems.append(f"{field}={getattr(cfg, field)!r} (GPT-2 needs {want!r})")
+    if cfg.act_fn not in _ACTIVATIONS_OUT:
+        problems.append(f"act_fn={cfg.act_fn!r} (allowed {sorted(_ACTIVATIONS_OUT)})")
+    if not all(cfg.has_mlp(layer) for layer in range(cfg.n_layers)):
+        problems.append(f"mlp_layers={cfg.mlp_layers!r}, d_mlp={cfg.d_mlp!r} (GPT-2 has an MLP "
+                        "in every layer)")
+    if cfg.head_dim * cfg.n_heads != cfg.d_model:
+        problems.append(f"d_head={cfg.head_dim} with n_heads={cfg.n_heads} (GPT-2 needs "
+                        f"d_head * n_heads == d_model={cfg.d_model})")
+    if cfg.scale not in (float(cfg.head_dim) ** 0.5, 1.0):
+        problems.append(f"attn_scale={cfg.attn_scale!r} (GPT-2 divides scores by sqrt(d_head) "
+                        "or, with scale_attn_weights=False, by 1)")
+    if cfg.has_unembed_bias:
+        problems.append("an unembedding bias (GPT2LMHeadModel's lm_head has none; set "
+                        "unembed_bias=False)")
+    if problems:
+        raise GPT2FormatError("model config is not GPT-2-compatible: " + "; ".join(problems))
+
+
+def config_to_hf(cfg: ModelConfig, bos_eos_id: int | None = None) -> dict[str, Any]:
+    """``config.json`` contents of ``cfg`` (after ``check_gpt2_compatible``)."""
+    check_gpt2_compatible(cfg)
+    return {
+        "model_type": "gpt2", "architectures": ["GPT2LMHeadModel"],
+        "vocab_size": cfg.d_vocab, "n_positions": cfg.n_ctx, "n_embd": cfg.d_model,
+        "n_layer": cfg.n_layers, "n_head": cfg.n_heads, "n_inner": cfg.d_mlp,
+        "activation_function": _ACTIVATIONS_OUT[cfg.act_fn],
+        "layer_norm_epsilon": cfg.ln_eps,
+        "resid_pdrop": cfg.dropout, "embd_pdrop": cfg.dropout, "attn_pdrop": cfg.dropout,
+        "scale_attn_weights": cfg.scale != 1.0 or cfg.head_dim == 1,
+        "scale_attn_by_inverse_layer_idx": False, "reorder_and_upcast_attn": False,
+        "add_cross_attention": False, "tie_word_embeddings": cfg.tied_unembed,
+        "bos_token_id": bos_eos_id, "eos_token_id": bos_eos_id, "use_cache": True,
+        "dtype": "float32",
+    }
+
+
+# ---- state dict <-> params ---------------------------------------------------------------------
+def hf_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """Every tensor of a GPT-2 state dict (without the ``transformer.`` prefix) and its shape."""
+    d, m, v = cfg.d_model, cfg.d_mlp, cfg.d_vocab
+    shapes: dict[str, tuple[int, ...]] = {"wte.weight": (v, d), "wpe.weight": (cfg.n_ctx, d),
+                                          "ln_f.weight": (d,), "ln_f.bias": (d,)}
+    for layer in range(cfg.n_layers):
+        pre = f"h.{layer}."
+        shapes.update({pre + "ln_1.weight": (d,), pre + "ln_1.bias": (d,),
+                       pre + "attn.c_attn.weight": (d, 3 * d), pre + "attn.c_attn.bias": (3 * d,),
+                       pre + "attn.c_proj.weight": (d, d), pre + "attn.c_proj.bias": (d,),
+                       pre + "ln_2.weight": (d,), pre + "ln_2.bias": (d,),
+                       pre + "mlp.c_fc.weight": (d, m), pre + "mlp.c_fc.bias": (m,),
+                       pre + "mlp.c_proj.weight": (m, d), pre + "mlp.c_proj.bias": (d,)})
+    if not cfg.tied_unembed:
+        shapes["lm_head.weight"] = (v, d)
+    return shapes
+
+
+def _strip_prefix(state: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    # GPT2LMHeadModel saves "transformer.h.0...", GPT2Model (and the original hub files) "h.0...".
+    out = {}
+    for key, value in state.items():
+        key = key.removeprefix("transformer.")
+        parts = key.split(".")
+        if not (len(parts) == 4 and parts[2] == "attn" and parts[3] in _MASK_BUFFERS):
+            out[key] = value
+    return out
+
+
+def params_from_hf(state: Mapping[str, np.ndarray], cfg: ModelConfig,
+                   source: str = "GPT-2 state dict") -> Params:
+    """TransformerLens-named parameters of ``cfg`` from a GPT-2 state dict."""
+    state = _strip_prefix(state)
+    if cfg.tied_unembed and "lm_head.weight" in state:
+        if not np.array_equal(state.pop("lm_head.weight"), state.get("wte.weight")):
+            raise GPT2FormatError(f"{source}: lm_head.weight differs from wte.weight although "
+                                  "config.json has tie_word_embeddings=true")
+    expected = hf_shapes(cfg)
+    missing = sorted(set(expected) - set(state))
+    unknown = sorted(set(state) - set(expected))
+    wrong = [f"{k}: {tuple(state[k].shape)}, config.json implies {expected[k]}"
+             for k in sorted(expected) if k in state and tuple(state[k].shape) != expected[k]]
+    if missing or unknown or wrong:
+        parts = ([f"missing tensors {missing[:6]}"] if missing else []) + \
+                ([f"tensors GPT-2 does not have {unknown[:6]}"] if unknown else []) + \
+                ([f"shape mismatches [{'; '.join(wrong[:6])}]"] if wrong else [])
+        raise GPT2FormatError(f"{source} does not fit its config.json: " + ", ".join(parts))
+    h, e = cfg.n_heads, cfg.head_dim
+    tl: dict[str, np.ndarray] = {"embed.W_E": state["wte.weight"],
+                                 "pos_embed.W_pos": state["wpe.weight"],
+                                 "ln_final.w": state["ln_f.weight"],
+                                 "ln_final.b": state["ln_f.bias"]}
+    for layer in range(cfg.n_layers):
+        hf, pre = f"h.{layer}.", f"blocks.{layer}."
+        # c_attn columns are (qkv, head, d_head): split, then put the head axis first.
+        w_qkv = state[hf + "attn.c_attn.weight"].reshape(cfg.d_model, 3, h, e)
+        b_qkv = state[hf + "attn.c_attn.bias"].reshape(3, h, e)
+        for i, name in enumerate("QKV"):
+            tl[f"{pre}attn.W_{name}"] = w_qkv[:, i].transpose(1, 0, 2)
+            tl[f"{pre}attn.b_{name}"] = b_qkv[i]
+        tl.update({
+            pre + "attn.W_O": state[hf + "attn.c_proj.weight"].reshape(h, e, cfg.d_model),
+            pre + "attn.b_O": state[hf + "attn.c_proj.bias"],
+            pre + "ln1.w": state[hf + "ln_1.weight"], pre + "ln1.b": state[hf + "ln_1.bias"],
+            pre + "ln2.w": state[hf + "ln_2.weight"], pre + "ln2.b": state[hf + "ln_2.bias"],
+            pre + "mlp.W_in": state[hf + "mlp.c_fc.weight"],
+            pre + "mlp.b_in": state[hf + "mlp.c_fc.bias"],
+            pre + "mlp.W_out": state[hf + "mlp.c_proj.weight"],
+            pre + "mlp.b_out": state[hf + "mlp.c_proj.bias"]})
+    if not cfg.tied_unembed:
+        tl["unembed.W_U"] = state["lm_head.weight"].T
+    try:
+        return params_from_state_dict(tl, cfg, source=source)
+    except WeightsError as err:  # the checks above should make this unreachable
+        raise GPT2FormatError(str(err)) from err
+
+
+def params_to_hf(params: Mapping[str, Any], cfg: ModelConfig) -> dict[str, np.ndarray]:
+    """The ``GPT2LMHeadModel`` state dict (``transformer.`` prefixed) of mechjax ``params``."""
+    check_gpt2_compatible(cfg)
+    try:
+        # TransformerLens' layout is a superset of the config's (zeros for absent biases).
+        tl = tl_state_dict(params, cfg)
+    except ExportError as err:
+        raise GPT2FormatError(f"parameters do not fit the model config: {err}") from err
+    if np.any(tl["unembed.b_U"] != 0):
+        raise GPT2FormatError("unembed.b_U is non-zero; GPT2LMHeadModel's lm_head has no bias")
+    d = cfg.d_model
+    out = {"wte.weight": tl["embed.W_E"], "wpe.weight": tl["pos_embed.W_pos"],
+           "ln_f.weight": tl["ln_final.w"], "ln_f.bias": tl["ln_final.b"]}
+    for layer in range(cfg.n_layers):
+        hf, pre = f"h.{layer}.", f"blocks.{layer}."
+        out[hf + "attn.c_attn.weight"] = np.concatenate(
+            [tl[f"{pre}attn.W_{n}"].transpose(1, 0, 2).reshape(d, d) for n in "QKV"], axis=1)
+        out[hf + "attn.c_attn.bias"] = np.concatenate(
+            [tl[f"{pre}attn.b_{n}"].reshape(d) for n in "QKV"])
+        out.update({
+            hf + "attn.c_proj.weight": tl[pre + "attn.W_O"].reshape(d, d),
+            hf + "attn.c_proj.bias": tl[pre + "attn.b_O"],
+            hf + "ln_1.weight": tl[pre + "ln1.w"], hf + "ln_1.bias": tl[pre + "ln1.b"],
+            hf + "ln_2.weight": tl[pre + "ln2.w"], hf + "ln_2.bias": tl[pre + "ln2.b"],
+            hf + "mlp.c_fc.weight": tl[pre + "mlp.W_in"], hf + "mlp.c_fc.bias": tl[pre + "mlp.b_in"],
+            hf + "mlp.c_proj.weight": tl[pre + "mlp.W_out"],
+            hf + "mlp.c_proj.bias": tl[pre + "mlp.b_out"]})
+    out = {"transformer." + k: np.ascontiguousarray(v, np.float32) for k, v in out.items()}
+    if not cfg.tied_unembed:
+        out["lm_head.weight"] = np.ascontiguousarray(tl["unembed.W_U"].T, np.float32)
+    return out
+
+
+# ---- folders -------------------------------------------------------------------------------------
+def load_gpt2(folder: str) -> tuple[ModelConfig, Params]:
+    """``(cfg, params)`` of the GPT-2 checkpoint in ``folder`` (``config.json`` plus
+    ``model.safetensors``, sharded safetensors, or ``pytorch_model.bin`` with torch installed).
+
+    ``params`` have TransformerLens names and shapes, float32; ``mechjax.model.apply(params,
+    tokens, cfg)`` gives ``GPT2LMHeadModel``'s logits.
+    """
+    values = read_config(folder)
+    cfg = config_from_hf(values, source=os.path.join(folder, CONFIG_FILE))
+    return cfg, params_from_hf(read_state_dict(folder), cfg, source=f"checkpoint {folder!r}")
+
+
+def save_gpt2(folder: str, cfg: ModelConfig, params: Mapping[str, Any], tokenizer=None) -> str:
+    """Write ``params`` of a GPT-2-architecture ``cfg`` as a folder that
+    ``transformers.GPT2LMHeadModel.from_pretrained(folder)`` opens; returns ``folder``.
+
+    ``tokenizer`` (a ``mechjax.loaders.tokenizer.Tokenizer``) is saved beside the weights; its
+    ``<|endoftext|>`` token, when it has one, becomes the BOS/EOS id of ``config.json``.
+    """
+    from safetensors.numpy import save_file
+    state = params_to_hf(params, cfg)  # every check happens before anything is written
+    eos = tokenizer.token_to_id("<|endoftext|>") if tokenizer is not None else None
+    hf_config = config_to_hf(cfg, bos_eos_id=eos)
+    os.makedirs(folder, exist_ok=True)
+    # transformers refuses safetensors files without the "format" metadata of torch checkpoints.
+    tmp = os.path.join(folder, SAFETENSORS_FILE + f".{os.getpid()}.tmp")
+    save_file(state, tmp, metadata={"format": "pt"})
+    os.replace(tmp, os.path.join(folder, SAFETENSORS_FILE))
+    write_json(os.path.join(folder, CONFIG_FILE), hf_config)
+    if tokenizer is not None:
+        tokenizer.save(folder)
+    return folder
+
+
+def read_hf_config(folder: str) -> ModelConfig:
+    """Only the ``ModelConfig`` of the checkpoint in ``folder`` (no weights read)."""
+    return config_from_hf(read_config(folder), source=os.path.join(folder, CONFIG_FILE))
+
+
+__all__ = ["GPT2FormatError", "check_gpt2_compatible", "config_from_hf", "config_to_hf",
+           "gpt2_model_config", "hf_shapes", "load_gpt2", "params_from_hf", "params_to_hf",
+           "read_hf_config", "save_gpt2"]
