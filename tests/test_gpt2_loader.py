@@ -8,16 +8,16 @@ tests write their folders with mechjax itself and need neither.
 import json
 import os
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from mechjax import hooks
 from mechjax.config import ModelConfig
-from mechjax.loaders import CheckpointError, GPT2FormatError, gpt2_model_config, load_gpt2, save_gpt2
+from mechjax.loaders import (CheckpointError, GPT2FormatError, gpt2_model_config, load_gpt2,
+                             save_gpt2)
 from mechjax.loaders.gpt2 import read_hf_config
-from mechjax.model import apply, init_params
+from mechjax.model import apply, param_shapes
 
 TOL = 1e-4
 EXTRA_REASON = "needs the torch extra (torch and transformers): pip install -e \".[torch]\""
@@ -69,6 +69,12 @@ def checkpoints(torch, transformers, tmp_path_factory):
         model.save_pretrained(folder)
         out[name] = (folder, model)
     return out
+
+
+def numpy_params(cfg, seed=0):
+    """Random parameters without jax (no per-op compiles: fast on 2 cores)."""
+    rng = np.random.default_rng(seed)
+    return {k: rng.normal(size=shape).astype(np.float32) for k, shape in param_shapes(cfg).items()}
 
 
 def tokens_for(cfg, seed=0, batch=3):
@@ -151,12 +157,12 @@ def test_exported_folder_reopened_by_transformers(name, checkpoints, torch, tran
 @pytest.mark.parametrize("use_bias", [True, False])
 def test_mechjax_initialised_model_exported_to_transformers(use_bias, torch, transformers,
                                                             tmp_path):
-    """What mechjax trains opens in transformers (a bias-free model is written with zero
-    biases: the same function)."""
+    """A model in mechjax's own layout (as mechjax trains it) opens in transformers; a bias-free
+    model is written with zero biases, the same function."""
     cfg = gpt2_model_config(n_layers=2, d_model=32, n_heads=4, d_vocab=40, n_ctx=10)
     if not use_bias:
         cfg = ModelConfig(**{**cfg.to_dict(), "use_bias": False})
-    params = init_params(jax.random.PRNGKey(3), cfg, scale=2.0)
+    params = {k: 0.3 * v for k, v in numpy_params(cfg, seed=3).items()}
     save_gpt2(str(tmp_path), cfg, params)
     model = transformers.GPT2LMHeadModel.from_pretrained(str(tmp_path)).eval()
     tokens = tokens_for(cfg)
@@ -175,7 +181,8 @@ def test_pytorch_model_bin_in_the_original_hub_layout(checkpoints, torch, tmp_pa
              if k != "lm_head.weight"}
     n_pos = CHECKPOINTS["4layer_4head"]["n_positions"]
     for layer in range(CHECKPOINTS["4layer_4head"]["n_layer"]):
-        state[f"h.{layer}.attn.bias"] = torch.tril(torch.ones(n_pos, n_pos)).view(1, 1, n_pos, n_pos)
+        mask = torch.tril(torch.ones(n_pos, n_pos)).view(1, 1, n_pos, n_pos)
+        state[f"h.{layer}.attn.bias"] = mask
         state[f"h.{layer}.attn.masked_bias"] = torch.tensor(-1e4)
     torch.save(state, str(tmp_path / "pytorch_model.bin"))
     (tmp_path / "config.json").write_text(open(os.path.join(folder, "config.json")).read())
@@ -193,12 +200,12 @@ def test_sharded_safetensors(checkpoints, tmp_path):
     assert all(np.array_equal(params[k], expected[k]) for k in expected)
 
 
-# ---- errors (no torch needed) ----------------------------------------------------------------------
+# ---- errors (no torch needed) -------------------------------------------------------------------
 @pytest.fixture
 def small_folder(tmp_path):
     """A valid GPT-2 folder written by mechjax alone."""
     cfg = gpt2_model_config(n_layers=1, d_model=16, n_heads=2, d_vocab=20, n_ctx=6)
-    save_gpt2(str(tmp_path / "ckpt"), cfg, init_params(jax.random.PRNGKey(0), cfg))
+    save_gpt2(str(tmp_path / "ckpt"), cfg, numpy_params(cfg))
     return tmp_path / "ckpt"
 
 
@@ -269,7 +276,7 @@ def test_corrupt_safetensors(small_folder):
 def test_save_refuses_models_gpt2_cannot_express(tmp_path, changes, message):
     cfg = gpt2_model_config(n_layers=1, d_model=16, n_heads=2, d_vocab=20, n_ctx=6)
     cfg = ModelConfig(**{**cfg.to_dict(), **changes})
-    params = init_params(jax.random.PRNGKey(0), cfg)
+    params = numpy_params(cfg)
     with pytest.raises(GPT2FormatError, match="not GPT-2-compatible: .*" + message):
         save_gpt2(str(tmp_path / "out"), cfg, params)
     assert not os.path.exists(tmp_path / "out")

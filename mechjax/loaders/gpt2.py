@@ -78,7 +78,8 @@ def config_from_hf(values: Mapping[str, Any], source: str = CONFIG_FILE) -> Mode
     if activation not in _ACTIVATIONS_IN:
         raise GPT2FormatError(f"{source}: activation_function={activation!r}; supported: "
                               f"{sorted(_ACTIVATIONS_IN)}")
-    for key, allowed in (("scale_attn_by_inverse_layer_idx", False), ("add_cross_attention", False)):
+    for key, allowed in (("scale_attn_by_inverse_layer_idx", False),
+                         ("add_cross_attention", False)):
         if hf[key] != allowed:
             raise GPT2FormatError(f"{source}: {key}={hf[key]!r}; mechjax supports only {allowed}")
     eps = hf["layer_norm_epsilon"]
@@ -253,7 +254,8 @@ def params_to_hf(params: Mapping[str, Any], cfg: ModelConfig) -> dict[str, np.nd
             hf + "attn.c_proj.bias": tl[pre + "attn.b_O"],
             hf + "ln_1.weight": tl[pre + "ln1.w"], hf + "ln_1.bias": tl[pre + "ln1.b"],
             hf + "ln_2.weight": tl[pre + "ln2.w"], hf + "ln_2.bias": tl[pre + "ln2.b"],
-            hf + "mlp.c_fc.weight": tl[pre + "mlp.W_in"], hf + "mlp.c_fc.bias": tl[pre + "mlp.b_in"],
+            hf + "mlp.c_fc.weight": tl[pre + "mlp.W_in"],
+            hf + "mlp.c_fc.bias": tl[pre + "mlp.b_in"],
             hf + "mlp.c_proj.weight": tl[pre + "mlp.W_out"],
             hf + "mlp.c_proj.bias": tl[pre + "mlp.b_out"]})
     out = {"transformer." + k: np.ascontiguousarray(v, np.float32) for k, v in out.items()}
