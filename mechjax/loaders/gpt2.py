@@ -171,6 +171,25 @@ def hf_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+# Tensors that only change name (Conv1D's [in, out] is TransformerLens' layout already); the fused
+# c_attn and c_proj.weight change shape and are converted on their own.
+_SAME_LAYOUT = {"wte.weight": "embed.W_E", "wpe.weight": "pos_embed.W_pos",
+                "ln_f.weight": "ln_final.w", "ln_f.bias": "ln_final.b"}
+_SAME_LAYOUT_PER_LAYER = {"ln_1.weight": "ln1.w", "ln_1.bias": "ln1.b", "ln_2.weight": "ln2.w",
+                          "ln_2.bias": "ln2.b", "attn.c_proj.bias": "attn.b_O",
+                          "mlp.c_fc.weight": "mlp.W_in", "mlp.c_fc.bias": "mlp.b_in",
+                          "mlp.c_proj.weight": "mlp.W_out", "mlp.c_proj.bias": "mlp.b_out"}
+
+
+def _renames(cfg: ModelConfig) -> dict[str, str]:
+    """GPT-2 name (unprefixed) -> TransformerLens name, for the tensors of ``_SAME_LAYOUT*``."""
+    names = dict(_SAME_LAYOUT)
+    for layer in range(cfg.n_layers):
+        names.update({f"h.{layer}.{hf}": f"blocks.{layer}.{tl}"
+                      for hf, tl in _SAME_LAYOUT_PER_LAYER.items()})
+    return names
+
+
 def _strip_prefix(state: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     # GPT2LMHeadModel saves "transformer.h.0...", GPT2Model (and the original hub files) "h.0...".
     out = {}
@@ -201,10 +220,7 @@ def params_from_hf(state: Mapping[str, np.ndarray], cfg: ModelConfig,
                 ([f"shape mismatches [{'; '.join(wrong[:6])}]"] if wrong else [])
         raise GPT2FormatError(f"{source} does not fit its config.json: " + ", ".join(parts))
     h, e = cfg.n_heads, cfg.head_dim
-    tl: dict[str, np.ndarray] = {"embed.W_E": state["wte.weight"],
-                                 "pos_embed.W_pos": state["wpe.weight"],
-                                 "ln_final.w": state["ln_f.weight"],
-                                 "ln_final.b": state["ln_f.bias"]}
+    tl = {tl_name: state[hf_name] for hf_name, tl_name in _renames(cfg).items()}
     for layer in range(cfg.n_layers):
         hf, pre = f"h.{layer}.", f"blocks.{layer}."
         # c_attn columns are (qkv, head, d_head): split, then put the head axis first.
@@ -213,15 +229,8 @@ def params_from_hf(state: Mapping[str, np.ndarray], cfg: ModelConfig,
         for i, name in enumerate("QKV"):
             tl[f"{pre}attn.W_{name}"] = w_qkv[:, i].transpose(1, 0, 2)
             tl[f"{pre}attn.b_{name}"] = b_qkv[i]
-        tl.update({
-            pre + "attn.W_O": state[hf + "attn.c_proj.weight"].reshape(h, e, cfg.d_model),
-            pre + "attn.b_O": state[hf + "attn.c_proj.bias"],
-            pre + "ln1.w": state[hf + "ln_1.weight"], pre + "ln1.b": state[hf + "ln_1.bias"],
-            pre + "ln2.w": state[hf + "ln_2.weight"], pre + "ln2.b": state[hf + "ln_2.bias"],
-            pre + "mlp.W_in": state[hf + "mlp.c_fc.weight"],
-            pre + "mlp.b_in": state[hf + "mlp.c_fc.bias"],
-            pre + "mlp.W_out": state[hf + "mlp.c_proj.weight"],
-            pre + "mlp.b_out": state[hf + "mlp.c_proj.bias"]})
+        # c_proj reads the heads concatenated as (head, d_head)
+        tl[pre + "attn.W_O"] = state[hf + "attn.c_proj.weight"].reshape(h, e, cfg.d_model)
     if not cfg.tied_unembed:
         tl["unembed.W_U"] = state["lm_head.weight"].T
     try:
@@ -241,23 +250,14 @@ def params_to_hf(params: Mapping[str, Any], cfg: ModelConfig) -> dict[str, np.nd
     if np.any(tl["unembed.b_U"] != 0):
         raise GPT2FormatError("unembed.b_U is non-zero; GPT2LMHeadModel's lm_head has no bias")
     d = cfg.d_model
-    out = {"wte.weight": tl["embed.W_E"], "wpe.weight": tl["pos_embed.W_pos"],
-           "ln_f.weight": tl["ln_final.w"], "ln_f.bias": tl["ln_final.b"]}
+    out = {hf_name: tl[tl_name] for hf_name, tl_name in _renames(cfg).items()}
     for layer in range(cfg.n_layers):
         hf, pre = f"h.{layer}.", f"blocks.{layer}."
         out[hf + "attn.c_attn.weight"] = np.concatenate(
             [tl[f"{pre}attn.W_{n}"].transpose(1, 0, 2).reshape(d, d) for n in "QKV"], axis=1)
         out[hf + "attn.c_attn.bias"] = np.concatenate(
             [tl[f"{pre}attn.b_{n}"].reshape(d) for n in "QKV"])
-        out.update({
-            hf + "attn.c_proj.weight": tl[pre + "attn.W_O"].reshape(d, d),
-            hf + "attn.c_proj.bias": tl[pre + "attn.b_O"],
-            hf + "ln_1.weight": tl[pre + "ln1.w"], hf + "ln_1.bias": tl[pre + "ln1.b"],
-            hf + "ln_2.weight": tl[pre + "ln2.w"], hf + "ln_2.bias": tl[pre + "ln2.b"],
-            hf + "mlp.c_fc.weight": tl[pre + "mlp.W_in"],
-            hf + "mlp.c_fc.bias": tl[pre + "mlp.b_in"],
-            hf + "mlp.c_proj.weight": tl[pre + "mlp.W_out"],
-            hf + "mlp.c_proj.bias": tl[pre + "mlp.b_out"]})
+        out[hf + "attn.c_proj.weight"] = tl[pre + "attn.W_O"].reshape(d, d)
     out = {"transformer." + k: np.ascontiguousarray(v, np.float32) for k, v in out.items()}
     if not cfg.tied_unembed:
         out["lm_head.weight"] = np.ascontiguousarray(tl["unembed.W_U"].T, np.float32)
