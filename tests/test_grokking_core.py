@@ -2,8 +2,6 @@
 tests/test_ace_pipeline.py)."""
 from __future__ import annotations
 
-import numpy as np
-
 from mechjax.analysis import grokking_core as gc
 
 
@@ -14,5 +12,3 @@ def test_schedule_and_clock():
     assert gc.checkpoint_epochs(250, 100, 2000, 500) == [0, 100, 200, 250]
     assert gc.steps_per_epoch(1404, 512) == 3 and gc.steps_per_epoch(1404, None) == 1
     assert gc.steps_per_epoch(264, 512) == 1
-    assert gc.first_at_least(np.array([[0.1, 0.995, 0.5], [0.2, 0.3, 0.4]]), [0, 100, 200],
-                             0.99) == [100, None]

@@ -30,7 +30,7 @@ from mechjax.sweep import log, run_sweep
 from mechjax.timing import grid_vs_sequential
 from mechjax.tasks import modular
 from mechjax.train import Trainer, TrainConfig, make_train
-from mechjax.io import write_json
+from mechjax.io import write_json, write_npz
 
 from experiments.grokking_law.schema import SCHEMA
 
@@ -184,8 +184,8 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
                                                    "final_test")}
     arrays.update({f"p_sweep/{k}": pw[k] for k in ("t_mem", "t_grok", "tau", "final_train",
                                                     "final_test")})
-    np.savez(os.path.join(workdir, "metrics.npz"), omegas=np.asarray(omegas),
-             ps=np.asarray(ps), seeds=np.asarray(seeds), **arrays)
+    write_npz(os.path.join(workdir, "metrics.npz"),
+              {"omegas": omegas, "ps": ps, "seeds": seeds, **arrays})
     save_figure(grokking_law_figure(
         omegas, om["tau"], (fits.omega.C, fits.omega.beta, fits.omega.r2), ps, pw["tau"],
         (fits.p.Omega, fits.p.p_crit, fits.p.r2),
@@ -206,9 +206,8 @@ def format_summary(summary: dict[str, Any]) -> str:
               "compile/omega_sweep_traces"):
         lines.append(f"{k:>32s}: {summary[k]}")
     for k, v in summary.items():
-        if k.startswith("tau/") and k.endswith("/mean"):
-            std = summary[k[:-len('mean')] + "std"]
-            lines.append(f"{k:>32s}: {v:.1f} +- {std:.1f}")
+        if k.startswith("tau/") and v["n"]:
+            lines.append(f"{k:>32s}: {v['mean']:.1f} +- {v['std']:.1f} ({v['n_never']} never)")
     for k, v in summary.items():
         if k.startswith("benchmark/") or k.startswith("train/"):
             lines.append(f"{k:>32s}: {v:.4g}" if isinstance(v, float) else f"{k:>32s}: {v}")

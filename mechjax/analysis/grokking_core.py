@@ -8,21 +8,18 @@ means inside that core (eigenvalues, held-out R^2, rotational modes). ``core_sta
 result into the experiment's per-checkpoint record ``CoreStats``.
 
 Also here, for anything that trains SPEC 2.6's model: ``spec_model_config`` (the 2-layer post-LN
-encoder) and the epoch/checkpoint bookkeeping (``steps_per_epoch``, ``checkpoint_epochs``,
-``first_at_least``).
+encoder) and the epoch/checkpoint bookkeeping (``steps_per_epoch``, ``checkpoint_epochs``).
 
 Shapes: N test inputs, D activation width, V = P answers (classes), C checkpoints, n seeds.
 """
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import jax
-import numpy as np
 
 from mechjax.analysis import ace
-from mechjax.analysis.curves import first_crossing
 from mechjax.config import ModelConfig
 
 Array = jax.Array
@@ -60,13 +57,6 @@ def checkpoint_epochs(total: int, dense_every: int = 100, dense_until: int = 200
     if out[-1] != total:
         out.append(total)
     return out
-
-
-def first_at_least(values: np.ndarray, xs: Sequence[float], threshold: float) -> list:
-    """Per row of ``values [n, C]``: the first ``xs[c]`` with ``values >= threshold``, else None
-    (a run that never gets there is reported as None, not dropped)."""
-    first = first_crossing(np.asarray(xs), values, threshold)
-    return [None if np.isnan(v) else type(xs[0])(v) for v in first]
 
 
 # ------------------------------------------------------------------------------------------------
