@@ -18,6 +18,7 @@ import numpy as np
 from mechjax import experiment
 from mechjax.analysis import ace
 from mechjax.analysis import markov_cores
+from mechjax.analysis.seeds import seed_stats
 from mechjax.config import ConfigError
 from mechjax.plots import ace as ace_plots
 from mechjax.plots import curves
@@ -150,7 +151,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         "ace/tail": ace_cfg["tails"][0],
         "acc/optimal": bayes,
         "acc/chance": CHANCE,
-        "acc/train_final": markov_cores.per_seed_stats(m["acc/train"][:, -1]),
+        "acc/train_final": seed_stats(m["acc/train"][:, -1]),
         "eig/true": [[float(z.real), float(z.imag)] for z in markov.true_eigenvalues()[1:]],
         **primary,
         "tails": {name: {k: v for k, v in stats.items() if k not in _PER_SEED_DETAIL}

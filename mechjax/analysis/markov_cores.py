@@ -15,15 +15,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechjax.analysis import ace
+from mechjax.analysis.seeds import seed_stats
 from mechjax.tasks import markov
 
 ACCURACIES = ("full", "core_only", "core_removed")
-
-
-def per_seed_stats(v: Sequence[float]) -> dict[str, Any]:
-    """``{'mean', 'std', 'per_seed'}`` of one number per seed."""
-    v = np.asarray(v, float)
-    return {"mean": float(np.mean(v)), "std": float(np.std(v)), "per_seed": v}
 
 
 def loop_matches_batched(batched: ace.Result, loop: Sequence[ace.Result],
@@ -61,9 +56,9 @@ def summarize_cores(result: ace.Result, params: Mapping[str, jax.Array], compare
     eig_err = ace.eigenvalue_errors(lam, markov.true_eigenvalues()[1:])       # drop the 1
     energy = core.weights / np.maximum(core.weights.sum(-1, keepdims=True), 1e-300)
     summary = {
-        "acc/full": per_seed_stats(acc["full"]),
-        "acc/core_only": per_seed_stats(acc["core_only"]),
-        "acc/core_removed": per_seed_stats(acc["core_removed"]),
+        "acc/full": seed_stats(acc["full"]),
+        "acc/core_only": seed_stats(acc["core_only"]),
+        "acc/core_removed": seed_stats(acc["core_removed"]),
         "core/rank": ranks,
         "core/rank3_fraction": float(np.mean(ranks == 3)),
         "core/energy_top8": energy[:, :8],
@@ -76,8 +71,8 @@ def summarize_cores(result: ace.Result, params: Mapping[str, jax.Array], compare
                        for row, r in zip(lam, ranks)],
         "eig/max_abs_error": eig_err,
         "eig/within_0.03_fraction": float(np.mean(eig_err <= 0.03)),
-        "r2": per_seed_stats(fit.r2),
-        "r2_over_oracle": per_seed_stats(fit.r2_ratio),
+        "r2": seed_stats(fit.r2),
+        "r2_over_oracle": seed_stats(fit.r2_ratio),
         "compare/seconds": compare_seconds,
     }
     matrices = {"overlap": overlap, "cca": cca_r, "cosine": cosine,
