@@ -34,7 +34,7 @@ from mechjax.plots.save import save_figure
 from mechjax.sweep import SnapshotPolicy, log, run_sweep, start_from
 from mechjax.tasks import modular
 from mechjax.train import make_train
-from mechjax.io import write_json
+from mechjax.io import write_json, write_npz
 
 from experiments.ace_grokking.schema import SCHEMA
 
@@ -217,9 +217,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     arrays = {f"{name}/{k}": v for name in BRANCHES for k, v in metrics[name].items()}
     arrays.update({f"ace_{name}/{k}": v for name in BRANCHES for k, v in stats[name].items()})
     arrays.update({f"ace_{name}/epoch": np.asarray(epochs[name]) for name in BRANCHES})
-    tmp = os.path.join(workdir, "metrics.tmp.npz")
-    np.savez(tmp, **arrays)
-    os.replace(tmp, os.path.join(workdir, "metrics.npz"))
+    write_npz(os.path.join(workdir, "metrics.npz"), arrays)
 
     for name, fig in plots.all_figures(b["p"], metrics, stats, epochs,
                                        summary["grok_epoch"]["per_seed"], b["branch"]["epoch"],
