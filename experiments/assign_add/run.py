@@ -22,6 +22,7 @@ from experiments.assign_add import analysis as an
 from mechjax import experiment
 from mechjax.analysis import assign_add_final as final_mod
 from mechjax.analysis import assign_add_mech as mech
+from mechjax.analysis.seeds import seed_stats
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.plots import assign_add as plots
 from mechjax.plots.save import save_figure
@@ -194,16 +195,11 @@ def write_figures(fig_dir: str, setup: Setup, steps: np.ndarray, m: Mapping[str,
         os.path.join(fig_dir, "cosine_histograms.png"))
 
 
-def _stats(values: np.ndarray, mask: np.ndarray) -> tuple[float | None, float | None]:
-    v = np.asarray(values, float)[mask]
-    v = v[np.isfinite(v)]
-    return (float(v.mean()), float(v.std())) if v.size else (None, None)
-
-
 def make_summary(setup: Setup, steps: np.ndarray, m: Mapping[str, np.ndarray],
                  phase_at: Mapping[str, np.ndarray], final: Mapping[str, Any],
                  done3: np.ndarray) -> dict[str, Any]:
-    """Means over seeds at top level; ``per_seed`` lists; ``completed_phase3`` means."""
+    """``seed_stats`` of every per-seed number; ``completed_phase3``: means over the seeds that
+    reached phase 3."""
     s = final["scalars"]
     per_seed: dict[str, np.ndarray] = {k: v[:, -1] for k, v in m.items()
                                        if k.startswith(("acc/", "progress/", "qk2grad/"))}
@@ -233,7 +229,6 @@ def make_summary(setup: Setup, steps: np.ndarray, m: Mapping[str, np.ndarray],
     per_seed["qk2grad/identity_cos_5evals_before_phase2"] = before
     per_seed["finite"] = m["finite"][:, -1]
 
-    everyone = np.ones(len(setup.seeds), bool)
     summary: dict[str, Any] = {
         "n_seeds": len(setup.seeds), "seeds": setup.seeds,
         "steps": int(setup.trainer.train_cfg.steps),
@@ -241,23 +236,19 @@ def make_summary(setup: Setup, steps: np.ndarray, m: Mapping[str, np.ndarray],
                               for p, (name, thr) in setup.phases.items()},
     }
     for p in PHASES:
-        summary[f"{p}_step"] = an.step_stats(phase_at[p])
+        summary[f"{p}_step"] = seed_stats(phase_at[p])
     for k, v in per_seed.items():
-        if k != "finite":
-            summary[k], summary[k + "/std"] = _stats(v, everyone)
+        summary[k] = seed_stats(v)
     summary["completed_phase3"] = {"seeds": [s_ for s_, d in zip(setup.seeds, done3) if d]}
     for k, v in per_seed.items():
         if k != "finite":
-            summary["completed_phase3"][k] = _stats(v, done3)[0]
-    summary["per_seed"] = {k: np.asarray(v) for k, v in per_seed.items()}
-    summary["per_seed"].update({f"{p}_step": phase_at[p] for p in PHASES})
+            summary["completed_phase3"][k] = seed_stats(np.asarray(v)[done3])["mean"]
     summary["diverged_seeds"] = [s_ for s_, ok in zip(setup.seeds, m["finite"][:, -1]) if not ok]
     return summary
 
 
 def format_summary(summary: Mapping[str, Any]) -> str:
     """Per-seed table of phases and final numbers, then the means."""
-    ps = summary["per_seed"]
     cols = [("phase1", "phase1_step"), ("phase2", "phase2_step"), ("phase3", "phase3_step"),
             ("0var_ho", "acc/exact_0var_heldout"), ("2var_un", "acc/exact_2var_union"),
             ("cos_m", "cosine/mlp_in_matched"), ("cos_mm", "cosine/mlp_in_mismatched"),
@@ -266,14 +257,14 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     for i, seed in enumerate(summary["seeds"]):
         cells = []
         for _, key in cols:
-            v = float(np.asarray(ps[key])[i])
-            cells.append(f"{'never':>8s}" if not np.isfinite(v) else
+            v = summary[key]["per_seed"][i]
+            cells.append(f"{'never':>8s}" if v is None else
                          f"{v:8.0f}" if key.endswith("_step") or key == "qk2/diag_count"
                          else f"{v:8.3f}")
         lines.append(f"{seed:4d} " + " ".join(cells))
     for p in PHASES:
         st = summary[f"{p}_step"]
-        lines.append(f"{p}: reached by {st['n_reached']}/{summary['n_seeds']} seeds, step mean "
+        lines.append(f"{p}: reached by {st['n']}/{summary['n_seeds']} seeds, step mean "
                      f"{st['mean']} std {st['std']}")
     lines.append(f"completed phase 3: {summary['completed_phase3']}")
     return "\n".join(lines)
