@@ -20,10 +20,9 @@ from typing import Any, Mapping
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax import experiment, metrics
+from mechjax import experiment
 from mechjax.analysis import grokking_law as gl
 from mechjax.config import ConfigError
-from mechjax.model import forward
 from mechjax.plots.grokking_law import grokking_law_figure
 from mechjax.plots.save import save_figure
 from mechjax.sweep import log, run_sweep
@@ -49,21 +48,6 @@ def _batch(name: str, value: int, p: int, fraction: float) -> int | None:
     return value or None
 
 
-def split_accuracy_eval(task, model_cfg):
-    """``eval_fn`` for the trainer: train and test accuracy from ONE deterministic forward pass
-    over every pair (the split mask tells them apart). Runs after every optimizer step."""
-    everything = task.eval_pools["train"]  # all p^2 pairs; weights = the training mask
-
-    def eval_fn(params, task_params, eval_key):
-        batch = everything(eval_key, task_params)
-        logits = forward(params, batch["tokens"], model_cfg)[:, -1]   # no key: dropout off
-        train = batch["weights"]
-        return {"acc/train": metrics.accuracy(logits, batch["labels"], train),
-                "acc/test": metrics.accuracy(logits, batch["labels"], 1 - train)}
-
-    return eval_fn
-
-
 def make_trainer(p: int, batch_size: int | None, steps: int, config) -> Trainer:
     """The 1-layer model on ``a + b mod p``, evaluated after every step (``eval_every = 1``)."""
     task = modular.make_task(p=p, op="add", batch_size=batch_size,
@@ -74,7 +58,7 @@ def make_trainer(p: int, batch_size: int | None, steps: int, config) -> Trainer:
     model_cfg = experiment.model_config(model_values)
     train_values = experiment.as_dict(config.train)
     train_cfg = TrainConfig(steps=steps, eval_every=1, eval_pools=(), **train_values)
-    return make_train(task, model_cfg, train_cfg, split_accuracy_eval(task, model_cfg))
+    return make_train(task, model_cfg, train_cfg, modular.split_accuracy_eval(task, model_cfg))
 
 
 def build(config) -> dict[str, Any]:
