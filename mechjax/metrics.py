@@ -49,7 +49,8 @@ def token_hits(logits: Array, labels: Array, dtype: Any = jnp.float32) -> Array:
 
 def cross_entropy(logits: Array, labels: Array, weights: Array | None = None,
                   dtype: Any = jnp.float32) -> Array:
-    """(Weighted) mean cross-entropy. ``logits [..., V]``, ``labels [...]`` int, ``weights [...]``."""
+    """(Weighted) mean cross-entropy. ``logits [..., V]``, ``labels [...]`` int,
+    ``weights [...]``."""
     dt = _compute_dtype(logits, weights, dtype)
     return weighted_mean(token_nll(logits, labels, dt), weights)
 

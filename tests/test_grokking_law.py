@@ -71,6 +71,17 @@ def test_log_law_needs_two_distinct_p_and_tau_decreases_in_p():
     assert gl.log_law(np.array([1e6]), 1000.0, 20.0)[0] == pytest.approx(1000 * 20 / 1e6, rel=1e-4)
 
 
-def test_setting_stats_counts_never_grokked():
-    s = gl.setting_stats(np.array([100.0, np.nan, 300.0]))
-    assert s == {"mean": 200.0, "std": 100.0, "n_grokked": 2, "n_never": 1}
+def test_fit_laws_average_each_setting_over_the_seeds_that_grokked():
+    omegas, ps = np.array([0.5, 1.0, 2.0]), np.array([31.0, 53.0, 101.0])
+    tau_om = np.stack([2500.0 * omegas ** -1.0] * 3, 1)            # [n_omega, 3 seeds]
+    tau_om[1, 0] = np.nan                                           # a seed that never grokked
+    tau_p = np.stack([gl.log_law(ps, 900.0, 25.0)] * 3, 1)
+    tau_p[2, :2] = np.nan
+    fits = gl.fit_laws(omegas, tau_om, ps, tau_p)
+    np.testing.assert_allclose(fits.mean_tau_omega, 2500.0 / omegas)
+    assert fits.omega.beta == pytest.approx(-1.0, abs=1e-9)
+    assert fits.p.p_crit == pytest.approx(25.0, rel=1e-4)
+    rows = gl.setting_summary("p", [31, 53, 101], tau_p, tau_p - 10)
+    assert rows["tau/p=101"]["n_never"] == 2 and rows["tau/p=101"]["per_seed"][2] == \
+        pytest.approx(float(gl.log_law(ps, 900.0, 25.0)[2]))
+    assert rows["t_mem/p=31"]["mean"] == pytest.approx(float(tau_p[0, 0]) - 10)

@@ -100,3 +100,28 @@ def test_sweep_curve_draws_mean_every_seed_and_the_crossing(pyplot):
     np.testing.assert_array_equal(dots[1].get_ydata(), acc[1])
     crossing = [line for line in ax.lines if line.get_color() == "tab:red"]
     assert crossing[0].get_xdata()[0] == 0.32 and ax.get_xscale() == "log"
+
+
+def test_all_figures_one_per_file_stem_with_the_example_seed_in_its_titles():
+    pools = ("0var_train", "0var_heldout", "1var_train", "1var_heldout", "1var_restricted",
+             "2var_train", "2var_heldout", "2var_one_misplaced", "2var_two_misplaced")
+    m = {f"acc/{p}": curves() for p in pools}
+    m.update({f"progress/{k}": curves() for k in ("qk2_diagonal", "attn2_eq_values",
+                                                  "probe_accuracy")})
+    m["qk2grad/identity_cos"] = curves()
+    phase_at = {p: np.array([20.0, np.nan, 50.0]) for p in ("phase1", "phase2", "phase3")}
+    final = {"cos_matched": RNG.uniform(size=(3, 8)), "cos_mismatched": RNG.uniform(size=(3, 8)),
+             "qk1": RNG.normal(size=(3, 16, 16)), "qk2": RNG.normal(size=(3, 12, 12))}
+    views = {"attention": [RNG.uniform(size=(4, 4))] * 2, "neuron": 5,
+             "neuron_map": RNG.normal(size=(10, 10)), "neuron_fit": RNG.normal(size=(10, 10)),
+             "k": 2, "evr": 0.7, "evr_per_k": RNG.uniform(size=6)}
+    done3 = np.array([True, False, True])
+    figs = plots.all_figures(STEPS, m, phase_at, 20, final, done3,
+                             {"index": 2, "seed": 7, "tokens": list("a=1;"), "views": views})
+    assert sorted(figs) == ["accuracy_per_pool", "attention_patterns", "cosine_histograms",
+                            "fourier_best_neuron", "phase2_closeup", "phase3_closeup",
+                            "progress_measures", "qk2_gradient", "qk_heatmaps"]
+    assert "2 seeds that completed phase 3" in figs["cosine_histograms"].axes[0].get_title()
+    assert figs["fourier_best_neuron"].axes[0].get_title().endswith("seed 7, neuron 5")
+    np.testing.assert_array_equal(figs["qk_heatmaps"].axes[0].images[0].get_array(),
+                                  final["qk1"][2])  # the example seed's map

@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from mechjax.analysis.seeds import STAT_KEYS, seed_stats
+from mechjax.analysis.seeds import STAT_KEYS, format_stats, seed_stats
 from mechjax.io import to_jsonable
 
 
@@ -29,3 +29,10 @@ def test_integers_stay_integers_and_all_never_gives_none():
 def test_more_than_one_axis_is_refused():
     with pytest.raises(ValueError, match="one value per seed"):
         seed_stats(np.zeros((2, 3)))
+
+
+def test_format_stats_shows_mean_std_count_and_every_seed():
+    assert format_stats(seed_stats([4, None, 6])) == "5.000 +- 1.000 (n=2) [4, -, 6]"
+    assert format_stats(seed_stats([0.25, 0.5])) == "0.375 +- 0.125 (n=2) [0.25, 0.50]"
+    assert format_stats(seed_stats([None, None])) == "n/a (n=0) [-, -]"
+    assert format_stats([3, 4]) == "[3, 4]"  # not a seed_stats entry

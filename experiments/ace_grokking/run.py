@@ -20,21 +20,19 @@ import os
 import time
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from mechjax import experiment, runs
-from mechjax.analysis import ace
 from mechjax.analysis import grokking_core as gc
 from mechjax.analysis import grokking_dynamics as gd
+from mechjax.analysis.seeds import format_stats
 from mechjax.config import ConfigError
 from mechjax.plots import grokking as plots
 from mechjax.plots.save import save_figure
 from mechjax.sweep import SnapshotPolicy, log, run_sweep, start_from
 from mechjax.tasks import modular
 from mechjax.train import make_train
-from mechjax.io import write_json
+from mechjax.io import write_json, write_npz
 
 from experiments.ace_grokking.schema import SCHEMA
 
@@ -44,12 +42,6 @@ BRANCHES = gd.BRANCHES
 # ------------------------------------------------------------------------------------------------
 # Config -> objects (every check before anything is compiled or written)
 # ------------------------------------------------------------------------------------------------
-
-
-def _multiple(name: str, value: int, of_name: str, of: int) -> None:
-    if value % of:
-        raise ConfigError(f"{name}={value} must be a multiple of {of_name}={of} (checkpoints "
-                          "fall on evaluation/chunk boundaries)")
 
 
 def build(config) -> dict[str, Any]:
@@ -67,22 +59,9 @@ def build(config) -> dict[str, Any]:
                           "training; both the train and the test set must be non-empty")
     spe = gc.steps_per_epoch(n_train, batch)
 
-    epochs, eval_every = train_cfg.epochs, train_cfg.eval_every_epochs
-    dense, dense_until, sparse = ck.dense_every, ck.dense_until, ck.sparse_every
-    _multiple("checkpoints.dense_every", dense, "train.eval_every_epochs", eval_every)
-    _multiple("checkpoints.dense_until", dense_until, "checkpoints.dense_every", dense)
-    _multiple("checkpoints.sparse_every", sparse, "checkpoints.dense_every", dense)
-    _multiple("train.epochs", epochs, "checkpoints.dense_every", dense)
-    schedule = gc.checkpoint_epochs(epochs, dense, dense_until, sparse)
-    b_epoch = branch["epoch"]
-    if b_epoch not in schedule or b_epoch in (0, epochs):
-        raise ConfigError(f"branch.epoch={b_epoch!r}: must be a checkpoint epoch strictly "
-                          f"between 0 and train.epochs={epochs}; checkpoints: {schedule}")
-    clocks = ace_cfg["clock_epochs"]
-    bad = [e for e in clocks if e not in schedule]
-    if bad:
-        raise ConfigError(f"ace.clock_epochs={clocks!r}: each must be a checkpoint epoch; "
-                          f"checkpoints: {schedule}")
+    epochs, eval_every, dense = train_cfg.epochs, train_cfg.eval_every_epochs, ck.dense_every
+    schedule = gc.checked_schedule(epochs, eval_every, dense, ck.dense_until, ck.sparse_every,
+                                   branch["epoch"], ace_cfg["clock_epochs"])
     if round(ace_cfg["holdout_frac"] * p) < 1:
         raise ConfigError(f"ace.holdout_frac={ace_cfg['holdout_frac']!r}: must hold out at "
                           f"least one of the {p} answers")
@@ -95,7 +74,7 @@ def build(config) -> dict[str, Any]:
          "b1": 0.9, "b2": 0.999}))
     return {"seeds": seeds, "p": p, "n_train": n_train, "steps_per_epoch": spe,
             "schedule": schedule, "model_cfg": model_cfg, "task": task,
-            "trainer": train(epochs), "branch_trainer": train(epochs - b_epoch),
+            "trainer": train(epochs), "branch_trainer": train(epochs - branch["epoch"]),
             "hparams": {"lr": float(hp["lr"]), "weight_decay": float(hp["weight_decay"])},
             "branch": branch, "chunk_evals": dense // eval_every, "dense_every": dense,
             "epochs": epochs, "ace": ace_cfg}
@@ -119,10 +98,6 @@ def _sweep_metrics(result, epoch0: int, spe: int) -> dict[str, np.ndarray]:
 # ------------------------------------------------------------------------------------------------
 # Summary
 # ------------------------------------------------------------------------------------------------
-def _np(stats: gc.CoreStats) -> dict[str, np.ndarray]:
-    return {k: np.asarray(v) for k, v in stats._asdict().items()}
-
-
 def summarize(b: dict[str, Any], m: dict[str, dict], s: dict[str, dict], epochs: dict[str, list],
               seeds: list[int]) -> dict[str, Any]:
     """This run's setup, then ``grokking_dynamics.summarize``'s numbers."""
@@ -181,26 +156,19 @@ def _analyse(b: dict, workdir: str) -> tuple[dict, dict, dict]:
     """ACE on every snapshot of both branches: one batched call per branch."""
     ace_cfg, b_epoch = b["ace"], b["branch"]["epoch"]
     epochs = {"wd1": b["schedule"], "wd0": [e for e in b["schedule"] if e >= b_epoch]}
-    test = b["task"].eval_pools["test"](None, b["task"].params_with_defaults())
-    rows = np.asarray(test["weights"]) > 0
-    tokens = jnp.asarray(np.asarray(test["tokens"])[rows])
-    labels = jnp.asarray(np.asarray(test["labels"])[rows])
+    inputs = gc.heldout_pair_inputs(b["task"])
     pipe = gc.core_pipeline(float(ace_cfg["tau"]), float(ace_cfg["rel_tol"]),
                             int(ace_cfg["holdout_start"]), float(ace_cfg["holdout_frac"]),
                             bool(ace_cfg["float64"]))
     stats, timing = {}, {}
-    with ace.precision(pipe.float64):
-        for name in BRANCHES:
-            snaps = [_snapshot(workdir, name, e, b_epoch, b["steps_per_epoch"])
-                     for e in epochs[name]]
-            params = {k: jnp.asarray(np.stack([s[k] for s in snaps])) for k in snaps[0]}
-            log(f"ACE ({name}): {len(snaps)} checkpoints x {len(b['seeds'])} seeds x "
-                f"{tokens.shape[0]} test pairs, one batched call")
-            t0 = time.perf_counter()
-            out = ace.analyse_stack(params, ace.Inputs(tokens, labels), b["model_cfg"], pipe,
-                                    ace_cfg["checkpoint_batch"])
-            stats[name] = _np(gc.core_stats(jax.block_until_ready(out)))
-            timing[f"ace/seconds_{name}"] = time.perf_counter() - t0
+    for name in BRANCHES:
+        snaps = [_snapshot(workdir, name, e, b_epoch, b["steps_per_epoch"]) for e in epochs[name]]
+        log(f"ACE ({name}): {len(snaps)} checkpoints x {len(b['seeds'])} seeds x "
+            f"{inputs.tokens.shape[0]} test pairs, one batched call")
+        t0 = time.perf_counter()
+        stats[name] = gc.stacked_core_stats(snaps, inputs, b["model_cfg"], pipe,
+                                            ace_cfg["checkpoint_batch"])
+        timing[f"ace/seconds_{name}"] = time.perf_counter() - t0
     return stats, epochs, timing
 
 
@@ -217,9 +185,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     arrays = {f"{name}/{k}": v for name in BRANCHES for k, v in metrics[name].items()}
     arrays.update({f"ace_{name}/{k}": v for name in BRANCHES for k, v in stats[name].items()})
     arrays.update({f"ace_{name}/epoch": np.asarray(epochs[name]) for name in BRANCHES})
-    tmp = os.path.join(workdir, "metrics.tmp.npz")
-    np.savez(tmp, **arrays)
-    os.replace(tmp, os.path.join(workdir, "metrics.npz"))
+    write_npz(os.path.join(workdir, "metrics.npz"), arrays)
 
     for name, fig in plots.all_figures(b["p"], metrics, stats, epochs,
                                        summary["grok_epoch"]["per_seed"], b["branch"]["epoch"],
@@ -231,14 +197,6 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
 
 
 def format_summary(summary: dict[str, Any]) -> str:
-    def fmt(v):
-        if isinstance(v, dict) and "per_seed" in v:
-            mean = "n/a" if v["mean"] is None else f"{v['mean']:.3f} +- {v['std']:.3f}"
-            per = ["-" if x is None else (f"{x:.2f}" if isinstance(x, float) else str(x))
-                   for x in v["per_seed"]]
-            return f"{mean} (n={v['n']}) [{', '.join(per)}]"
-        return str(v)
-
     keys = ["grok_epoch", "grok/never_seeds", "memorization_epoch", "core_dim/before_grok",
             "core_dim/at_grok", "core_dim/final_wd1", "core_dim/final_wd0", "modes/at_grok",
             "modes/final_wd1", "modes/final_wd0", "modes/max_possible", "r2_heldout/before_grok",
@@ -247,4 +205,4 @@ def format_summary(summary: dict[str, Any]) -> str:
             "redundancy_gap/final_wd1", "redundancy_gap/final_wd0", "acc/test_final_wd1",
             "acc/test_final_wd0", "acc/core_only_final_wd1", "acc/core_removed_final_wd1",
             "train/seconds_wd1", "train/seconds_wd0", "ace/seconds_wd1", "ace/seconds_wd0"]
-    return "\n".join(f"{k:>36s}: {fmt(summary[k])}" for k in keys if k in summary)
+    return "\n".join(f"{k:>36s}: {format_stats(summary[k])}" for k in keys if k in summary)

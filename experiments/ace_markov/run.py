@@ -2,8 +2,9 @@
 one batched call, compare the cores across seeds, write figures and summary.json.
 
 Stages: build (config -> task, trainer) -> train (run_sweep; stacked params [n_seeds, ...]) ->
-ace_inputs (test set, Jacobian samples) -> analyse_tails (``ace.analyse_seeds`` per tail, timed;
-``markov_cores.summarize_cores``) -> summary -> figures.
+ace_inputs (test set, Jacobian samples) -> ``markov_cores.analyse_tails`` (ACE on every seed as
+one batched call per tail, timed; ``markov_cores.summarize_cores``) -> summary -> figures
+(``plots.markov_cores``).
 """
 from __future__ import annotations
 
@@ -18,13 +19,12 @@ import numpy as np
 from mechjax import experiment
 from mechjax.analysis import ace
 from mechjax.analysis import markov_cores
+from mechjax.analysis.seeds import seed_stats
 from mechjax.config import ConfigError
-from mechjax.plots import ace as ace_plots
-from mechjax.plots import curves
+from mechjax.plots import markov_cores as markov_figures
 from mechjax.plots.save import save_figure
 from mechjax.sweep import log, run_sweep
 from mechjax.tasks import markov
-from mechjax.timing import batched_over_seeds, loop_over_seeds
 from mechjax.train import make_train
 from mechjax.io import write_json
 
@@ -94,40 +94,6 @@ def ace_inputs(trainer, ace_cfg: dict) -> tuple[dict, ace.Inputs]:
     return test, ace.Inputs(*(jnp.asarray(x) for x in (tokens, labels, jac_tokens, jac_pos)))
 
 
-def analyse_tails(params, inputs: ace.Inputs, cfg, ace_cfg: dict) -> dict[str, tuple]:
-    """Per tail: ACE on every seed as one batched call, then the cross-seed numbers.
-
-    The first tail also runs (with ``ace.time_per_seed_loop``) as a Python loop over seeds, for
-    the speed comparison; the two must agree.
-    """
-    by_tail = {}
-    with ace.precision(bool(ace_cfg["float64"])):
-        for i, tail in enumerate(ace_cfg["tails"]):
-            log(f"ACE ({tail} tail): {inputs.tokens.shape[0]} sequences x "
-                f"{inputs.tokens.shape[1]} positions, S={len(inputs.jac_pos)}, one batched call")
-            pipe = ace.Pipeline(hook_name=HOOK, tail=tail, validation="hooks", identify="markov",
-                                tau=float(ace_cfg["tau"]), float64=bool(ace_cfg["float64"]),
-                                keep_coords=ace_cfg["compare_dims"])
-            one = lambda p, x, pipe=pipe: ace.analyse(p, x, cfg, pipe)  # noqa: E731
-            out, t = batched_over_seeds(one, params, inputs)
-            timing = {"ace/batched_compile_seconds": t["compile_seconds"],
-                      "ace/batched_seconds": t["seconds"]}
-            log(f"ACE batched: {t['seconds']:.1f}s (+{t['compile_seconds']:.1f}s compile)")
-            if i == 0 and ace_cfg["time_per_seed_loop"]:
-                loop, t = loop_over_seeds(one, params, inputs)
-                timing.update({
-                    "ace/per_seed_compile_seconds": t["compile_seconds"],
-                    "ace/per_seed_loop_seconds": t["seconds"],
-                    "ace/loop_over_batched": t["seconds"] / timing["ace/batched_seconds"],
-                    "ace/loop_matches_batched": markov_cores.loop_matches_batched(out, loop)})
-                log(f"ACE per-seed loop: {t['seconds']:.1f}s "
-                    f"(+{t['compile_seconds']:.1f}s compile)")
-            stats, mats = markov_cores.summarize_cores(out, params, ace_cfg["compare_dims"],
-                                                       cfg.d_model)
-            by_tail[tail] = ({**stats, **timing}, mats)
-    return by_tail
-
-
 # ------------------------------------------------------------------------------------------------
 # The job
 # ------------------------------------------------------------------------------------------------
@@ -140,7 +106,9 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         f"device(s), {trainer.train_cfg.steps} steps")
     m, params, train_seconds = train(trainer, hparams, seeds, workdir, config.chunk_evals)
     test, inputs = ace_inputs(trainer, ace_cfg)
-    by_tail = analyse_tails(params, inputs, cfg, ace_cfg)
+    by_tail = markov_cores.analyse_tails(
+        params, inputs, cfg, ace_cfg["tails"], HOOK, float(ace_cfg["tau"]),
+        bool(ace_cfg["float64"]), ace_cfg["compare_dims"], ace_cfg["time_per_seed_loop"])
 
     primary, mats = by_tail[ace_cfg["tails"][0]]
     bayes = float(markov.bayes_accuracy(test["tokens"], test["labels"]))
@@ -150,7 +118,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         "ace/tail": ace_cfg["tails"][0],
         "acc/optimal": bayes,
         "acc/chance": CHANCE,
-        "acc/train_final": markov_cores.per_seed_stats(m["acc/train"][:, -1]),
+        "acc/train_final": seed_stats(m["acc/train"][:, -1]),
         "eig/true": [[float(z.real), float(z.imag)] for z in markov.true_eigenvalues()[1:]],
         **primary,
         "tails": {name: {k: v for k, v in stats.items() if k not in _PER_SEED_DETAIL}
@@ -161,35 +129,11 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         "diverged_seeds": [s for s, ok in zip(seeds, m["finite"][:, -1]) if not ok],
     }
 
-    # ---- figures (primary tail) ----------------------------------------------------------------
-    fig_dir = os.path.join(workdir, "figures")
-    steps = m["step"][0]
-    save_figure(curves.metric_curves(steps, {"train": m["acc/train"], "test": m["acc/test"]},
-                                     title=f"Markov chain: accuracy over {len(seeds)} seeds",
-                                     ylabel="accuracy", marks=()),
-                os.path.join(fig_dir, "accuracy.png"))
-    save_figure(ace_plots.seed_matrix(mats["cosine"], "weight cosine\n"
-                                      f"off-diag {summary['weight_cosine/mean_offdiag']:.3f}",
-                                      seeds, -1.0, 1.0),
-                os.path.join(fig_dir, "weight_cosine.png"))
-    acc = mats["acc"]
-    save_figure(ace_plots.bars_with_dots(
-        {"optimal": bayes, "full": acc["full"], "core only": acc["core_only"],
-         "core removed": acc["core_removed"], "chance": CHANCE},
-        title=f"core interventions at the block output ({len(seeds)} seeds)"),
-        os.path.join(fig_dir, "necessity_sufficiency.png"))
-    save_figure(ace_plots.seed_matrix(mats["overlap"], "projector overlap\n"
-                                      f"off-diag {summary['overlap/mean_offdiag']:.3f}, "
-                                      f"chance {summary['overlap/chance']:.3f}", seeds, 0.0, 1.0),
-                os.path.join(fig_dir, "projector_overlap.png"))
-    save_figure(ace_plots.seed_matrix(mats["cca"], "mean top-r CCA\n"
-                                      f"off-diag {summary['cca/mean_offdiag']:.3f}",
-                                      seeds, 0.0, 1.0),
-                os.path.join(fig_dir, "cca.png"))
-    save_figure(ace_plots.unit_circle(mats["eigenvalues"], markov.true_eigenvalues()[1:],
-                                      title="operator across positions: eigenvalues"),
-                os.path.join(fig_dir, "eigenvalues.png"))
-
+    figures = markov_figures.all_figures(
+        m["step"][0], {"train": m["acc/train"], "test": m["acc/test"]}, mats, summary, seeds,
+        bayes, CHANCE, markov.true_eigenvalues()[1:])
+    for name, fig in figures.items():
+        save_figure(fig, os.path.join(workdir, "figures", f"{name}.png"))
     write_json(os.path.join(workdir, "summary.json"), summary)
     log(f"wrote {workdir}/summary.json and figures/")
     return summary

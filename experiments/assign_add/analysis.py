@@ -20,21 +20,19 @@ seed axis) or of the host metrics ``[n_seeds, n_evals]``:
   offdiag(M) (the coefficient of the centred identity), ``identity_cos`` = Frobenius cosine of M
   (row-centred: softmax ignores per-query constants) with the centred identity ``I - J/12``,
   ``block_fraction`` = share of ``||G||_F`` inside the span of A on both sides.
-* ``first_crossing`` / ``phase_steps``: phase detection per seed.
-* ``crossing_point``: where a sweep curve (accuracy vs f or r) first reaches a threshold.
+* ``phase_steps``: phase detection per seed (``curves.first_crossing``).
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.curves import first_crossing
-
 from mechjax import linalg
 from mechjax.analysis import assign_add_mech as mech
+from mechjax.analysis.curves import first_crossing
 from mechjax.config import ModelConfig
 from mechjax.hooks import run_with_hooks
 from mechjax.model import Params, _identity_hook, mlp, unembed
@@ -160,44 +158,3 @@ def phase_steps(steps: np.ndarray, metrics: Mapping[str, np.ndarray],
     """``{phase: [n_seeds] first step with metrics[name] >= threshold}`` (NaN: never)."""
     return {phase: first_crossing(steps, metrics[name], thr)
             for phase, (name, thr) in phases.items()}
-
-
-def step_stats(values: np.ndarray) -> dict:
-    """Mean / std over the seeds that reached a phase, per-seed values and the reached fraction."""
-    values = np.asarray(values, float)
-    ok = np.isfinite(values)
-    return {"mean": float(values[ok].mean()) if ok.any() else None,
-            "std": float(values[ok].std()) if ok.any() else None,
-            "min": float(values[ok].min()) if ok.any() else None,
-            "max": float(values[ok].max()) if ok.any() else None,
-            "per_seed": values, "fraction_reached": float(ok.mean()),
-            "n_reached": int(ok.sum())}
-
-
-# ================================================================================================
-# Sweep thresholds
-# ================================================================================================
-def crossing_point(xs: Sequence[float], acc: np.ndarray, threshold: float,
-                   log_x: bool = False) -> np.ndarray:
-    """Where ``acc [..., n_x]`` (ordered by increasing ``xs``) first reaches ``threshold``,
-    linearly interpolated between the last grid point below and the first at or above
-    (in ``log x`` when ``log_x``). NaN where it never does; ``xs[0]`` where it starts above."""
-    xs = np.asarray(xs, float)
-    acc = np.asarray(acc, float)
-    u = np.log(xs) if log_x else xs
-    hit = np.nan_to_num(acc, nan=-np.inf) >= threshold
-    flat_acc = acc.reshape(-1, acc.shape[-1])
-    flat_hit = hit.reshape(-1, acc.shape[-1])
-    out = np.full(flat_acc.shape[0], np.nan)
-    for i, (a, h) in enumerate(zip(flat_acc, flat_hit)):
-        if not h.any():
-            continue
-        j = int(np.argmax(h))
-        if j == 0:
-            out[i] = u[0]
-            continue
-        a0, a1 = a[j - 1], a[j]
-        t = (threshold - a0) / (a1 - a0) if a1 != a0 else 1.0
-        out[i] = u[j - 1] + np.clip(t, 0.0, 1.0) * (u[j] - u[j - 1])
-    out = np.exp(out) if log_x else out
-    return out.reshape(acc.shape[:-1])

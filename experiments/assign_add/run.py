@@ -22,6 +22,7 @@ from experiments.assign_add import analysis as an
 from mechjax import experiment
 from mechjax.analysis import assign_add_final as final_mod
 from mechjax.analysis import assign_add_mech as mech
+from mechjax.analysis.seeds import seed_stats
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.plots import assign_add as plots
 from mechjax.plots.save import save_figure
@@ -97,27 +98,6 @@ def build(config) -> Setup:
 
 
 # ------------------------------------------------------------------------------------------------
-# Stages
-# ------------------------------------------------------------------------------------------------
-def example_figures(fig_dir: str, setup: Setup, params: Mapping[str, np.ndarray], seed_index: int,
-                    final: Mapping[str, Any], seed: int) -> None:
-    """QK heatmaps, attention patterns of one example, Fourier fit of the best neuron (one seed)."""
-    one = {k: jnp.asarray(v[seed_index]) for k, v in params.items()}
-    tag = f"seed {seed}"
-    save_figure(plots.qk_heatmaps(final["qk1"][seed_index], final["qk2"][seed_index], title=tag),
-                os.path.join(fig_dir, "qk_heatmaps.png"))
-    tokens = final["example_tokens"]
-    views = final_mod.example_views(one, tokens, setup.model_cfg)
-    save_figure(plots.attention_patterns(aa.to_string(jnp.asarray(tokens)).split(),
-                                         *views["attention"], title=tag),
-                os.path.join(fig_dir, "attention_patterns.png"))
-    save_figure(plots.fourier_neuron(views["neuron_map"], views["neuron_fit"], views["k"],
-                                     views["evr"], views["evr_per_k"],
-                                     title=f"{tag}, neuron {views['neuron']}"),
-                os.path.join(fig_dir, "fourier_best_neuron.png"))
-
-
-# ------------------------------------------------------------------------------------------------
 # The job
 # ------------------------------------------------------------------------------------------------
 def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
@@ -144,9 +124,13 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
 
     done3 = np.isfinite(phase_at["phase3"])
     ex = final_mod.example_seed(done3, m[setup.phases["phase3"][0]][:, -1])
-    fig_dir = os.path.join(workdir, "figures")
-    write_figures(fig_dir, setup, steps, m, phase_at, final, done3)
-    example_figures(fig_dir, setup, params, ex, final, seeds[ex])
+    tokens = final["example_tokens"]
+    example = {"index": ex, "seed": seeds[ex], "tokens": aa.to_string(jnp.asarray(tokens)).split(),
+               "views": final_mod.example_views({k: jnp.asarray(v[ex]) for k, v in params.items()},
+                                                tokens, setup.model_cfg)}
+    window = 10 * trainer.train_cfg.eval_every
+    for name, fig in plots.all_figures(steps, m, phase_at, window, final, done3, example).items():
+        save_figure(fig, os.path.join(workdir, "figures", f"{name}.png"))
 
     summary = make_summary(setup, steps, m, phase_at, final, done3)
     summary["example_seed"] = seeds[ex]
@@ -159,81 +143,13 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     return summary
 
 
-def write_figures(fig_dir: str, setup: Setup, steps: np.ndarray, m: Mapping[str, np.ndarray],
-                  phase_at: Mapping[str, np.ndarray], final: Mapping[str, Any],
-                  done3: np.ndarray) -> None:
-    pools = {k[4:]: v for k, v in m.items() if k.startswith("acc/")}
-    save_figure(plots.accuracy_per_pool(steps, pools, phase_at),
-                os.path.join(fig_dir, "accuracy_per_pool.png"))
-    progress = {k.split("/", 1)[1]: m[k] for k in sorted(m) if k.startswith("progress/")}
-    save_figure(plots.progress_measures(steps, progress, phase_at),
-                os.path.join(fig_dir, "progress_measures.png"))
-    grad = {k.split("/", 1)[1]: m[k] for k in sorted(m) if k.startswith("qk2grad/")}
-    save_figure(plots.qk2_gradient(steps, grad, phase_at),
-                os.path.join(fig_dir, "qk2_gradient.png"))
-    window = 10 * setup.trainer.train_cfg.eval_every
-    save_figure(plots.phase_closeup(
-        steps, {"1var_train": m["acc/1var_train"], "1var_heldout": m["acc/1var_heldout"],
-                "qk2_diagonal": m["progress/qk2_diagonal"],
-                "attn2_eq_values": m["progress/attn2_eq_values"],
-                "probe_accuracy": m["progress/probe_accuracy"]},
-        phase_at["phase2"], window, "phase 2 (aligned at each seed's phase-2 step)"),
-        os.path.join(fig_dir, "phase2_closeup.png"))
-    save_figure(plots.phase_closeup(
-        steps, {"2var_two_misplaced": m["acc/2var_two_misplaced"],
-                "2var_one_misplaced": m["acc/2var_one_misplaced"],
-                "1var_restricted": m["acc/1var_restricted"],
-                "2var_heldout": m["acc/2var_heldout"]},
-        phase_at["phase3"], window, "phase 3 (aligned at each seed's phase-3 step)"),
-        os.path.join(fig_dir, "phase3_closeup.png"))
-    which = done3 if done3.any() else np.ones_like(done3)
-    save_figure(plots.cosine_histograms(
-        final["cos_matched"][which].ravel(), final["cos_mismatched"][which].ravel(),
-        title=f"layer-2 MLP input at '=' ({int(which.sum())} seeds"
-              f"{' that completed phase 3' if done3.any() else ''})"),
-        os.path.join(fig_dir, "cosine_histograms.png"))
-
-
-def _stats(values: np.ndarray, mask: np.ndarray) -> tuple[float | None, float | None]:
-    v = np.asarray(values, float)[mask]
-    v = v[np.isfinite(v)]
-    return (float(v.mean()), float(v.std())) if v.size else (None, None)
-
-
 def make_summary(setup: Setup, steps: np.ndarray, m: Mapping[str, np.ndarray],
                  phase_at: Mapping[str, np.ndarray], final: Mapping[str, Any],
                  done3: np.ndarray) -> dict[str, Any]:
-    """Means over seeds at top level; ``per_seed`` lists; ``completed_phase3`` means."""
-    s = final["scalars"]
-    per_seed: dict[str, np.ndarray] = {k: v[:, -1] for k, v in m.items()
-                                       if k.startswith(("acc/", "progress/", "qk2grad/"))}
-    per_seed.update({
-        "acc/exact_0var_heldout": s["acc/exact_0var_heldout"],
-        "acc/exact_2var_union": s["acc/exact_2var_union"],
-        "cosine/mlp_in_matched": s["mlp_in_cos_matched"],
-        "cosine/mlp_in_mismatched": s["mlp_in_cos_mismatched"],
-        "cosine/attn_out_literal": s["attn_out_cos_literal"],
-        "cosine/attn_out_variable": s["attn_out_cos_variable"],
-        "fourier/best_evr": s["fourier_max_evr"], "fourier/best_k": s["fourier_max_k"],
-        "fourier/top_evr": s["fourier_top_evr"], "fourier/top_k": s["fourier_top_k"],
-        "fourier/neurons_evr_above_0.9": (final["neuron_best_evr"] >= 0.9).sum(-1),
-        "qk2/diag_fraction": s["qk2_diagonal"], "qk2/diag_count": s["qk2_diagonal_count"],
-        "qk1/prev_token": s["qk1_prev_token"], "probe/final": s["probe_accuracy"],
-        "ov_mlp/accuracy": s["ov_mlp_accuracy"],
-    })
-    # the paper's theory over training: the descent direction's identity share before binding
-    cos = m["qk2grad/identity_cos"]
-    before = np.full(len(setup.seeds), np.nan)
-    for i, t in enumerate(phase_at["phase2"]):
-        if np.isfinite(t):
-            sel = (steps < t) & (steps >= t - 5 * setup.trainer.train_cfg.eval_every)
-            before[i] = np.nanmean(cos[i, sel]) if sel.any() else np.nan
-    per_seed["qk2grad/identity_cos_first_eval"] = cos[:, 0]
-    per_seed["qk2grad/identity_cos_max"] = np.nanmax(cos, -1)
-    per_seed["qk2grad/identity_cos_5evals_before_phase2"] = before
-    per_seed["finite"] = m["finite"][:, -1]
-
-    everyone = np.ones(len(setup.seeds), bool)
+    """``seed_stats`` of every per-seed number; ``completed_phase3``: means over the seeds that
+    reached phase 3."""
+    per_seed = final_mod.per_seed_numbers(steps, m, phase_at["phase2"], final,
+                                          5 * setup.trainer.train_cfg.eval_every)
     summary: dict[str, Any] = {
         "n_seeds": len(setup.seeds), "seeds": setup.seeds,
         "steps": int(setup.trainer.train_cfg.steps),
@@ -241,23 +157,19 @@ def make_summary(setup: Setup, steps: np.ndarray, m: Mapping[str, np.ndarray],
                               for p, (name, thr) in setup.phases.items()},
     }
     for p in PHASES:
-        summary[f"{p}_step"] = an.step_stats(phase_at[p])
+        summary[f"{p}_step"] = seed_stats(phase_at[p])
     for k, v in per_seed.items():
-        if k != "finite":
-            summary[k], summary[k + "/std"] = _stats(v, everyone)
+        summary[k] = seed_stats(v)
     summary["completed_phase3"] = {"seeds": [s_ for s_, d in zip(setup.seeds, done3) if d]}
     for k, v in per_seed.items():
         if k != "finite":
-            summary["completed_phase3"][k] = _stats(v, done3)[0]
-    summary["per_seed"] = {k: np.asarray(v) for k, v in per_seed.items()}
-    summary["per_seed"].update({f"{p}_step": phase_at[p] for p in PHASES})
+            summary["completed_phase3"][k] = seed_stats(np.asarray(v)[done3])["mean"]
     summary["diverged_seeds"] = [s_ for s_, ok in zip(setup.seeds, m["finite"][:, -1]) if not ok]
     return summary
 
 
 def format_summary(summary: Mapping[str, Any]) -> str:
     """Per-seed table of phases and final numbers, then the means."""
-    ps = summary["per_seed"]
     cols = [("phase1", "phase1_step"), ("phase2", "phase2_step"), ("phase3", "phase3_step"),
             ("0var_ho", "acc/exact_0var_heldout"), ("2var_un", "acc/exact_2var_union"),
             ("cos_m", "cosine/mlp_in_matched"), ("cos_mm", "cosine/mlp_in_mismatched"),
@@ -266,14 +178,14 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     for i, seed in enumerate(summary["seeds"]):
         cells = []
         for _, key in cols:
-            v = float(np.asarray(ps[key])[i])
-            cells.append(f"{'never':>8s}" if not np.isfinite(v) else
+            v = summary[key]["per_seed"][i]
+            cells.append(f"{'never':>8s}" if v is None else
                          f"{v:8.0f}" if key.endswith("_step") or key == "qk2/diag_count"
                          else f"{v:8.3f}")
         lines.append(f"{seed:4d} " + " ".join(cells))
     for p in PHASES:
         st = summary[f"{p}_step"]
-        lines.append(f"{p}: reached by {st['n_reached']}/{summary['n_seeds']} seeds, step mean "
+        lines.append(f"{p}: reached by {st['n']}/{summary['n_seeds']} seeds, step mean "
                      f"{st['mean']} std {st['std']}")
     lines.append(f"completed phase 3: {summary['completed_phase3']}")
     return "\n".join(lines)

@@ -21,10 +21,11 @@ from typing import Any
 import jax
 import numpy as np
 
-from experiments.assign_add import analysis as an
 from experiments.assign_add import run as main_run
 from mechjax import experiment
 from mechjax.analysis import exhaustive
+from mechjax.analysis.curves import first_crossing
+from mechjax.analysis.seeds import seed_stats
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.plots import assign_add as plots
 from mechjax.plots.save import save_figure
@@ -124,9 +125,10 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     log_x = mode == "r"
     threshold = float(config.threshold)
     mean = acc.mean(0)
-    mean_cross = float(an.crossing_point(setup.values, mean, threshold, log_x))
-    per_seed = an.crossing_point(setup.values, acc, threshold, log_x)
-    ok = np.isfinite(per_seed)
+    # Between grid values the threshold is placed on the chord (in log r for the r sweep).
+    interpolate = "log" if log_x else "linear"
+    mean_cross = float(first_crossing(setup.values, mean, threshold, interpolate=interpolate))
+    per_seed = first_crossing(setup.values, acc, threshold, interpolate=interpolate)
     metric = MODES[mode][0]
     label = {"f": "held-out pairs (0-var, exhaustive)",
              "r": "2-var union (exhaustive)"}[mode]
@@ -146,10 +148,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         "accuracy": {"mean": mean, "std": acc.std(0), "min": acc.min(0), "max": acc.max(0),
                      "per_seed": acc},
         "crossing_mean_curve": mean_cross,
-        "crossing_per_seed": per_seed,
-        "crossing_mean": float(per_seed[ok].mean()) if ok.any() else None,
-        "crossing_std": float(per_seed[ok].std()) if ok.any() else None,
-        "fraction_of_seeds_crossing": float(ok.mean()),
+        "crossing": seed_stats(per_seed),
         "final_pool_accuracy_mean": pools,
         "n_sequences": info["n_sequences"],
         "diverged_runs": int(np.sum(result.metrics["finite"][:, :, -1] == 0)),
@@ -167,10 +166,10 @@ def format_summary(summary: dict[str, Any]) -> str:
     acc = summary["accuracy"]
     for v, m, s in zip(summary["values"], acc["mean"], acc["std"]):
         lines.append(f"{float(v):6.3f}  {float(m):.3f}    {float(s):.3f}")
+    cross = summary["crossing"]
     lines.append(f"mean curve reaches {summary['threshold']} at {summary['mode']} = "
-                 f"{summary['crossing_mean_curve']}; per seed {summary['crossing_mean']} +- "
-                 f"{summary['crossing_std']} ({summary['fraction_of_seeds_crossing']:.2f} "
-                 "of seeds)")
+                 f"{summary['crossing_mean_curve']}; per seed {cross['mean']} +- "
+                 f"{cross['std']} ({cross['n']}/{cross['n'] + cross['n_never']} seeds)")
     return "\n".join(lines)
 
 

@@ -20,17 +20,16 @@ from typing import Any, Mapping
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax import experiment, metrics
+from mechjax import experiment
 from mechjax.analysis import grokking_law as gl
 from mechjax.config import ConfigError
-from mechjax.model import forward
 from mechjax.plots.grokking_law import grokking_law_figure
 from mechjax.plots.save import save_figure
 from mechjax.sweep import log, run_sweep
 from mechjax.timing import grid_vs_sequential
 from mechjax.tasks import modular
 from mechjax.train import Trainer, TrainConfig, make_train
-from mechjax.io import write_json
+from mechjax.io import write_json, write_npz
 
 from experiments.grokking_law.schema import SCHEMA
 
@@ -49,21 +48,6 @@ def _batch(name: str, value: int, p: int, fraction: float) -> int | None:
     return value or None
 
 
-def split_accuracy_eval(task, model_cfg):
-    """``eval_fn`` for the trainer: train and test accuracy from ONE deterministic forward pass
-    over every pair (the split mask tells them apart). Runs after every optimizer step."""
-    everything = task.eval_pools["train"]  # all p^2 pairs; weights = the training mask
-
-    def eval_fn(params, task_params, eval_key):
-        batch = everything(eval_key, task_params)
-        logits = forward(params, batch["tokens"], model_cfg)[:, -1]   # no key: dropout off
-        train = batch["weights"]
-        return {"acc/train": metrics.accuracy(logits, batch["labels"], train),
-                "acc/test": metrics.accuracy(logits, batch["labels"], 1 - train)}
-
-    return eval_fn
-
-
 def make_trainer(p: int, batch_size: int | None, steps: int, config) -> Trainer:
     """The 1-layer model on ``a + b mod p``, evaluated after every step (``eval_every = 1``)."""
     task = modular.make_task(p=p, op="add", batch_size=batch_size,
@@ -74,7 +58,7 @@ def make_trainer(p: int, batch_size: int | None, steps: int, config) -> Trainer:
     model_cfg = experiment.model_config(model_values)
     train_values = experiment.as_dict(config.train)
     train_cfg = TrainConfig(steps=steps, eval_every=1, eval_pools=(), **train_values)
-    return make_train(task, model_cfg, train_cfg, split_accuracy_eval(task, model_cfg))
+    return make_train(task, model_cfg, train_cfg, modular.split_accuracy_eval(task, model_cfg))
 
 
 def build(config) -> dict[str, Any]:
@@ -184,8 +168,8 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
                                                    "final_test")}
     arrays.update({f"p_sweep/{k}": pw[k] for k in ("t_mem", "t_grok", "tau", "final_train",
                                                     "final_test")})
-    np.savez(os.path.join(workdir, "metrics.npz"), omegas=np.asarray(omegas),
-             ps=np.asarray(ps), seeds=np.asarray(seeds), **arrays)
+    write_npz(os.path.join(workdir, "metrics.npz"),
+              {"omegas": omegas, "ps": ps, "seeds": seeds, **arrays})
     save_figure(grokking_law_figure(
         omegas, om["tau"], (fits.omega.C, fits.omega.beta, fits.omega.r2), ps, pw["tau"],
         (fits.p.Omega, fits.p.p_crit, fits.p.r2),
@@ -206,9 +190,8 @@ def format_summary(summary: dict[str, Any]) -> str:
               "compile/omega_sweep_traces"):
         lines.append(f"{k:>32s}: {summary[k]}")
     for k, v in summary.items():
-        if k.startswith("tau/") and k.endswith("/mean"):
-            std = summary[k[:-len('mean')] + "std"]
-            lines.append(f"{k:>32s}: {v:.1f} +- {std:.1f}")
+        if k.startswith("tau/") and v["n"]:
+            lines.append(f"{k:>32s}: {v['mean']:.1f} +- {v['std']:.1f} ({v['n_never']} never)")
     for k, v in summary.items():
         if k.startswith("benchmark/") or k.startswith("train/"):
             lines.append(f"{k:>32s}: {v:.4g}" if isinstance(v, float) else f"{k:>32s}: {v}")

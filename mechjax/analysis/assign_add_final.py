@@ -1,7 +1,8 @@
 """Analyses of the final parameters of an Assign-and-Add sweep (SPEC 1.4-1.5): the exhaustive
 held-out accuracies and ``mechanism_summary`` of every seed as one batched program, and the views
 of one example model that its figures show (QK maps, attention patterns of one example, the
-Fourier fit of its best layer-2 MLP neuron).
+Fourier fit of its best layer-2 MLP neuron); ``per_seed_numbers`` gathers the per-seed numbers
+of a run's summary from its training metrics and the final analysis.
 
 Shapes: S seeds, p = 16 positions, V operand values, H neurons.
 """
@@ -60,6 +61,43 @@ def final_analysis(params: Mapping[str, np.ndarray], cfg: ModelConfig, split: aa
             "qk1": np.asarray(jax.vmap(lambda p: mech.positional_qk1(p, cfg))(params)),
             "qk2": np.asarray(jax.vmap(lambda p: mech.variable_qk2(p, cfg))(params)),
             "example_tokens": np.asarray(data.tokens[0])}
+
+
+def per_seed_numbers(steps: np.ndarray, m: Mapping[str, np.ndarray], phase2_at: np.ndarray,
+                     final: Mapping[str, Any], window: int) -> dict[str, np.ndarray]:
+    """``{name: [S]}``: the last evaluation of every ``acc/``, ``progress/`` and ``qk2grad/``
+    metric of ``m`` (``[S, n_evals]`` at ``steps``), the final analysis's numbers (``final``:
+    ``final_analysis``), the QK2-gradient identity cosine at the first evaluation, its maximum and
+    its mean over the ``window`` steps before each seed's phase-2 step ``phase2_at [S]`` (the
+    paper's theory: the descent direction's identity share before binding; NaN where phase 2 was
+    never reached), and whether the run ended finite."""
+    s = final["scalars"]
+    out = {k: v[:, -1] for k, v in m.items() if k.startswith(("acc/", "progress/", "qk2grad/"))}
+    out.update({
+        "acc/exact_0var_heldout": s["acc/exact_0var_heldout"],
+        "acc/exact_2var_union": s["acc/exact_2var_union"],
+        "cosine/mlp_in_matched": s["mlp_in_cos_matched"],
+        "cosine/mlp_in_mismatched": s["mlp_in_cos_mismatched"],
+        "cosine/attn_out_literal": s["attn_out_cos_literal"],
+        "cosine/attn_out_variable": s["attn_out_cos_variable"],
+        "fourier/best_evr": s["fourier_max_evr"], "fourier/best_k": s["fourier_max_k"],
+        "fourier/top_evr": s["fourier_top_evr"], "fourier/top_k": s["fourier_top_k"],
+        "fourier/neurons_evr_above_0.9": (final["neuron_best_evr"] >= 0.9).sum(-1),
+        "qk2/diag_fraction": s["qk2_diagonal"], "qk2/diag_count": s["qk2_diagonal_count"],
+        "qk1/prev_token": s["qk1_prev_token"], "probe/final": s["probe_accuracy"],
+        "ov_mlp/accuracy": s["ov_mlp_accuracy"],
+    })
+    cos = m["qk2grad/identity_cos"]
+    before = np.full(cos.shape[0], np.nan)
+    for i, t in enumerate(phase2_at):
+        sel = (steps < t) & (steps >= t - window)
+        if np.isfinite(t) and sel.any():
+            before[i] = np.nanmean(cos[i, sel])
+    out["qk2grad/identity_cos_first_eval"] = cos[:, 0]
+    out["qk2grad/identity_cos_max"] = np.nanmax(cos, -1)
+    out["qk2grad/identity_cos_5evals_before_phase2"] = before
+    out["finite"] = m["finite"][:, -1]
+    return out
 
 
 def example_seed(completed_phase3: np.ndarray, last_phase3_metric: np.ndarray) -> int:

@@ -9,21 +9,21 @@ result into the experiment's per-checkpoint record ``CoreStats``.
 
 Also here, for anything that trains SPEC 2.6's model: ``spec_model_config`` (the 2-layer post-LN
 encoder) and the epoch/checkpoint bookkeeping (``steps_per_epoch``, ``checkpoint_epochs``,
-``first_at_least``).
+``checked_schedule``: the schedule of a run with a branch, its relations checked).
 
 Shapes: N test inputs, D activation width, V = P answers (classes), C checkpoints, n seeds.
 """
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence
+from typing import Mapping, NamedTuple, Sequence
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from mechjax.analysis import ace
-from mechjax.analysis.curves import first_crossing
-from mechjax.config import ModelConfig
+from mechjax.config import ConfigError, ModelConfig
 
 Array = jax.Array
 HOOK = "blocks.1.hook_resid_post"  # SPEC 2.6: the layer-2 output, read at the last position
@@ -62,11 +62,31 @@ def checkpoint_epochs(total: int, dense_every: int = 100, dense_until: int = 200
     return out
 
 
-def first_at_least(values: np.ndarray, xs: Sequence[float], threshold: float) -> list:
-    """Per row of ``values [n, C]``: the first ``xs[c]`` with ``values >= threshold``, else None
-    (a run that never gets there is reported as None, not dropped)."""
-    first = first_crossing(np.asarray(xs), values, threshold)
-    return [None if np.isnan(v) else type(xs[0])(v) for v in first]
+def _multiple(name: str, value: int, of_name: str, of: int) -> None:
+    if value % of:
+        raise ConfigError(f"{name}={value} must be a multiple of {of_name}={of} (checkpoints "
+                          "fall on evaluation/chunk boundaries)")
+
+
+def checked_schedule(epochs: int, eval_every: int, dense_every: int, dense_until: int,
+                     sparse_every: int, branch_epoch: int, clock_epochs: Sequence[int]
+                     ) -> list[int]:
+    """``checkpoint_epochs(epochs, dense_every, dense_until, sparse_every)`` after checking that
+    checkpoints fall on evaluation boundaries, that the branch epoch is a checkpoint strictly
+    inside the run and that every clock epoch is a checkpoint (``ConfigError`` naming the config
+    key, ``train.*`` / ``checkpoints.*`` / ``branch.epoch`` / ``ace.clock_epochs``, otherwise)."""
+    _multiple("checkpoints.dense_every", dense_every, "train.eval_every_epochs", eval_every)
+    _multiple("checkpoints.dense_until", dense_until, "checkpoints.dense_every", dense_every)
+    _multiple("checkpoints.sparse_every", sparse_every, "checkpoints.dense_every", dense_every)
+    _multiple("train.epochs", epochs, "checkpoints.dense_every", dense_every)
+    schedule = checkpoint_epochs(epochs, dense_every, dense_until, sparse_every)
+    if branch_epoch not in schedule or branch_epoch in (0, epochs):
+        raise ConfigError(f"branch.epoch={branch_epoch!r}: must be a checkpoint epoch strictly "
+                          f"between 0 and train.epochs={epochs}; checkpoints: {schedule}")
+    if any(e not in schedule for e in clock_epochs):
+        raise ConfigError(f"ace.clock_epochs={clock_epochs!r}: each must be a checkpoint epoch; "
+                          f"checkpoints: {schedule}")
+    return schedule
 
 
 # ------------------------------------------------------------------------------------------------
@@ -121,3 +141,25 @@ def max_rotational_modes(p: int) -> int:
 def sin_pi_over(p: int) -> float:
     """The unit-circle tolerance of SPEC 2.3."""
     return math.sin(math.pi / p)
+
+
+def heldout_pair_inputs(task) -> ace.Inputs:
+    """The test pairs of a ``tasks.modular`` task (its ``test`` pool's rows of positive weight)
+    as ACE inputs."""
+    test = task.eval_pools["test"](None, task.params_with_defaults())
+    rows = np.asarray(test["weights"]) > 0
+    return ace.Inputs(jnp.asarray(np.asarray(test["tokens"])[rows]),
+                      jnp.asarray(np.asarray(test["labels"])[rows]))
+
+
+def stacked_core_stats(snapshots: Sequence[Mapping[str, np.ndarray]], inputs: ace.Inputs,
+                       cfg: ModelConfig, pipe: ace.Pipeline, checkpoint_batch: int
+                       ) -> dict[str, np.ndarray]:
+    """``CoreStats`` of every checkpoint x seed as numpy ``{field: [C, n, ...]}``:
+    ``snapshots`` holds one ``{name: [n, ...]}`` parameter dict per checkpoint, analysed as one
+    ``ace.analyse_stack`` call (in ``pipe``'s precision)."""
+    params = {k: jnp.asarray(np.stack([s[k] for s in snapshots])) for k in snapshots[0]}
+    with ace.precision(pipe.float64):
+        out = ace.analyse_stack(params, inputs, cfg, pipe, checkpoint_batch)
+        stats = core_stats(jax.block_until_ready(out))
+    return {k: np.asarray(v) for k, v in stats._asdict().items()}

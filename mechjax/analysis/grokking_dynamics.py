@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from mechjax.analysis import grokking_core as gc
+from mechjax.analysis.curves import first_crossing
 from mechjax.analysis.seeds import seed_stats
 
 BRANCHES = ("wd1", "wd0")  # the main run and the branch, in files and summary keys
@@ -37,9 +38,10 @@ def summarize(metrics: Mapping[str, Mapping[str, np.ndarray]],
     e1 = epochs["wd1"]
     s1, s0 = stats["wd1"], stats["wd0"]
     test_ckpt = s1["acc_full"].T                                    # [n, C] test accuracy
-    grok = gc.first_at_least(test_ckpt, e1, thr)
-    mem = gc.first_at_least(m["wd1"]["acc/train"], list(m["wd1"]["epoch"]), thr)
-    grok_eval = gc.first_at_least(m["wd1"]["acc/test"], list(m["wd1"]["epoch"]), thr)
+    # the first checkpoint epoch (an int) at or above the threshold per seed, None where never
+    grok = [None if np.isnan(t) else int(t) for t in first_crossing(e1, test_ckpt, thr)]
+    mem = first_crossing(m["wd1"]["epoch"], m["wd1"]["acc/train"], thr)        # NaN: never
+    grok_eval = first_crossing(m["wd1"]["epoch"], m["wd1"]["acc/test"], thr)
     gi = [None if g is None else e1.index(g) for g in grok]
     circ1 = on_circle_fraction(s1)
 
@@ -54,7 +56,6 @@ def summarize(metrics: Mapping[str, Mapping[str, np.ndarray]],
     return {
         "grok_epoch": seed_stats(grok),
         "grok/never_seeds": [sd for sd, g in zip(seeds, grok) if g is None],
-        "grok/n_grokked": int(sum(g is not None for g in grok)),
         "grok_epoch/eval_grid": seed_stats(grok_eval),
         "memorization_epoch": seed_stats(mem),
         "core_dim/at_grok": seed_stats(at(s1["core_dim"], cast=int)),

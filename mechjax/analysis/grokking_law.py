@@ -2,7 +2,7 @@
 
 ``tau_grok = t_grok - t_mem`` in optimizer steps, where ``t_mem`` (``t_grok``) is the first step
 at which the train (test) accuracy reaches the threshold (0.99). Runs that never reach it are
-marked NaN and left out of the fits by the caller (and counted).
+marked NaN and left out of the fits by the caller (and counted, ``seeds.seed_stats``).
 
 Fits:
   * ``fit_power_law``: ``tau = C omega^beta`` by least squares on ``(log omega, log tau)``;
@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from mechjax.analysis.curves import first_crossing  # noqa: F401  (re-exported)
+from mechjax.analysis.curves import first_crossing
+from mechjax.analysis.seeds import seed_stats
 
 
 # ------------------------------------------------------------------------------------------------
@@ -134,15 +135,6 @@ def fit_log_law(p: np.ndarray, tau: np.ndarray, grid: int = 2000, iters: int = 1
     return LogLawFit(omega, float(p_crit), r_squared(y, log_law(p, omega, p_crit)), int(p.size))
 
 
-def setting_stats(tau: np.ndarray) -> dict[str, float]:
-    """Mean and std of the finite entries of ``tau`` (one setting's seeds) and their count."""
-    tau = np.asarray(tau, float).ravel()
-    ok = tau[np.isfinite(tau)]
-    return {"mean": float(ok.mean()) if ok.size else float("nan"),
-            "std": float(ok.std()) if ok.size else float("nan"),
-            "n_grokked": int(ok.size), "n_never": int(tau.size - ok.size)}
-
-
 # ------------------------------------------------------------------------------------------------
 # The two laws on a finished pair of sweeps
 # ------------------------------------------------------------------------------------------------
@@ -163,8 +155,8 @@ def fit_laws(omegas: np.ndarray, tau_omega: np.ndarray, ps: np.ndarray,
              tau_p: np.ndarray) -> LawFits:
     """Fit both laws. ``tau_omega [n_omega, n_seeds]``, ``tau_p [n_p, n_seeds]`` (NaN: never)."""
     n_seeds = tau_omega.shape[1]
-    mean_om = np.array([setting_stats(r)["mean"] for r in tau_omega])
-    mean_p = np.array([setting_stats(r)["mean"] for r in tau_p])
+    mean_om = np.array([seed_stats(r)["mean"] for r in tau_omega], float)  # None -> NaN
+    mean_p = np.array([seed_stats(r)["mean"] for r in tau_p], float)
     return LawFits(fit_power_law(omegas, mean_om),
                    fit_power_law(np.repeat(omegas, n_seeds), tau_omega.ravel()),
                    fit_log_law(ps, mean_p),
@@ -192,15 +184,10 @@ def fit_summary(fits: LawFits, ps) -> dict[str, float | bool]:
 
 
 def setting_summary(name: str, values, tau: np.ndarray, t_mem: np.ndarray) -> dict[str, Any]:
-    """Per setting ``{name}={value}``: tau's mean, std, never-grokked count and per-seed values,
-    and the mean memorization step. ``tau, t_mem [n_settings, n_seeds]``."""
+    """Per setting ``{name}={value}``: ``seed_stats`` of tau (never grokked: ``n_never``) and of
+    the memorization step. ``tau, t_mem [n_settings, n_seeds]``."""
     out: dict[str, Any] = {}
     for i, v in enumerate(values):
-        stats = setting_stats(tau[i])
-        key = f"tau/{name}={v:g}"
-        out[f"{key}/mean"], out[f"{key}/std"] = stats["mean"], stats["std"]
-        out[f"{key}/never_grokked"] = stats["n_never"]
-        out[f"{key}/per_seed"] = tau[i]
-        out[f"t_mem/{name}={v:g}/mean"] = float(np.nanmean(t_mem[i])) \
-            if np.isfinite(t_mem[i]).any() else float("nan")
+        out[f"tau/{name}={v:g}"] = seed_stats(tau[i])
+        out[f"t_mem/{name}={v:g}"] = seed_stats(t_mem[i])
     return out

@@ -2,6 +2,7 @@
 over seeds: accuracies under the core interventions, core ranks and energies, seeds x seeds
 comparisons (projector overlap, CCA, whole-weight cosine) and the operator's eigenvalues against the
 chain's. Host side (numpy) apart from the comparison matrices, which run as batched programs.
+``analyse_tails`` runs that pass for each tail (timed, optionally against a per-seed loop).
 
 Shapes: n seeds, D activation width, k compared core coordinates.
 """
@@ -15,15 +16,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechjax.analysis import ace
+from mechjax.analysis.seeds import seed_stats
+from mechjax.config import ModelConfig
+from mechjax.sweep import log
 from mechjax.tasks import markov
+from mechjax.timing import batched_over_seeds, loop_over_seeds
 
 ACCURACIES = ("full", "core_only", "core_removed")
-
-
-def per_seed_stats(v: Sequence[float]) -> dict[str, Any]:
-    """``{'mean', 'std', 'per_seed'}`` of one number per seed."""
-    v = np.asarray(v, float)
-    return {"mean": float(np.mean(v)), "std": float(np.std(v)), "per_seed": v}
 
 
 def loop_matches_batched(batched: ace.Result, loop: Sequence[ace.Result],
@@ -61,9 +60,9 @@ def summarize_cores(result: ace.Result, params: Mapping[str, jax.Array], compare
     eig_err = ace.eigenvalue_errors(lam, markov.true_eigenvalues()[1:])       # drop the 1
     energy = core.weights / np.maximum(core.weights.sum(-1, keepdims=True), 1e-300)
     summary = {
-        "acc/full": per_seed_stats(acc["full"]),
-        "acc/core_only": per_seed_stats(acc["core_only"]),
-        "acc/core_removed": per_seed_stats(acc["core_removed"]),
+        "acc/full": seed_stats(acc["full"]),
+        "acc/core_only": seed_stats(acc["core_only"]),
+        "acc/core_removed": seed_stats(acc["core_removed"]),
         "core/rank": ranks,
         "core/rank3_fraction": float(np.mean(ranks == 3)),
         "core/energy_top8": energy[:, :8],
@@ -76,10 +75,48 @@ def summarize_cores(result: ace.Result, params: Mapping[str, jax.Array], compare
                        for row, r in zip(lam, ranks)],
         "eig/max_abs_error": eig_err,
         "eig/within_0.03_fraction": float(np.mean(eig_err <= 0.03)),
-        "r2": per_seed_stats(fit.r2),
-        "r2_over_oracle": per_seed_stats(fit.r2_ratio),
+        "r2": seed_stats(fit.r2),
+        "r2_over_oracle": seed_stats(fit.r2_ratio),
         "compare/seconds": compare_seconds,
     }
     matrices = {"overlap": overlap, "cca": cca_r, "cosine": cosine,
                 "eigenvalues": [row[:r] for row, r in zip(lam, ranks)], "acc": acc}
     return summary, matrices
+
+
+def analyse_tails(params: Mapping[str, jax.Array], inputs: ace.Inputs, cfg: ModelConfig,
+                  tails: Sequence[str], hook_name: str, tau: float, float64: bool,
+                  compare_dims: int, time_per_seed_loop: bool = False,
+                  ) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """``{tail: summarize_cores(...)}`` with the ACE timings added to each summary: ACE on every
+    seed (``params [n, ...]``) as one batched call per tail.
+
+    With ``time_per_seed_loop`` the first tail also runs as a Python loop over seeds, for the
+    speed comparison (``ace/loop_over_batched``), and whether the two agree
+    (``ace/loop_matches_batched``).
+    """
+    by_tail = {}
+    with ace.precision(float64):
+        for i, tail in enumerate(tails):
+            log(f"ACE ({tail} tail): {inputs.tokens.shape[0]} sequences x "
+                f"{inputs.tokens.shape[1]} positions, S={len(inputs.jac_pos)}, one batched call")
+            pipe = ace.Pipeline(hook_name=hook_name, tail=tail, validation="hooks",
+                                identify="markov", tau=tau, float64=float64,
+                                keep_coords=compare_dims)
+            one = lambda p, x, pipe=pipe: ace.analyse(p, x, cfg, pipe)  # noqa: E731
+            out, t = batched_over_seeds(one, params, inputs)
+            timing = {"ace/batched_compile_seconds": t["compile_seconds"],
+                      "ace/batched_seconds": t["seconds"]}
+            log(f"ACE batched: {t['seconds']:.1f}s (+{t['compile_seconds']:.1f}s compile)")
+            if i == 0 and time_per_seed_loop:
+                loop, t = loop_over_seeds(one, params, inputs)
+                timing.update({
+                    "ace/per_seed_compile_seconds": t["compile_seconds"],
+                    "ace/per_seed_loop_seconds": t["seconds"],
+                    "ace/loop_over_batched": t["seconds"] / timing["ace/batched_seconds"],
+                    "ace/loop_matches_batched": loop_matches_batched(out, loop)})
+                log(f"ACE per-seed loop: {t['seconds']:.1f}s "
+                    f"(+{t['compile_seconds']:.1f}s compile)")
+            stats, mats = summarize_cores(out, params, compare_dims, cfg.d_model)
+            by_tail[tail] = ({**stats, **timing}, mats)
+    return by_tail

@@ -45,3 +45,14 @@ def seed_stats(values: Sequence[Any] | np.ndarray) -> dict[str, Any]:
             "max": float(got.max()) if have else None,
             "n": int(got.size), "n_never": len(per_seed) - int(got.size),
             "per_seed": per_seed}
+
+
+def format_stats(v: Any) -> str:
+    """One line for a ``seed_stats`` entry: ``mean +- std (n=..) [per seed, '-' for none]``;
+    anything else as ``str``."""
+    if not (isinstance(v, dict) and "per_seed" in v):
+        return str(v)
+    mean = "n/a" if v["mean"] is None else f"{v['mean']:.3f} +- {v['std']:.3f}"
+    per = ["-" if x is None else (f"{x:.2f}" if isinstance(x, float) else str(x))
+           for x in v["per_seed"]]
+    return f"{mean} (n={v['n']}) [{', '.join(per)}]"

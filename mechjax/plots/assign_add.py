@@ -3,11 +3,12 @@ seeds and phase marks, phase close-ups aligned per seed, QK heatmaps, attention 
 histograms, the Fourier fit of one neuron, and the f / r data-requirement sweeps.
 
 Every function takes arrays (``[n_seeds, n_evals]`` curves, ``{phase: [n_seeds]}`` steps), draws
-on ``ax`` / ``fig`` when given (else on a new figure) and returns the Figure.
+on ``ax`` / ``fig`` when given (else on a new figure) and returns the Figure. ``all_figures``:
+every figure of one training run, by file stem.
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -250,3 +251,47 @@ def sweep_curve(xs: np.ndarray, acc: np.ndarray, threshold: float, crossings: np
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     return root_figure(ax)
+
+
+def all_figures(steps: np.ndarray, m: Mapping[str, np.ndarray], phase_at: Mapping[str, np.ndarray],
+                window: int, final: Mapping[str, Any], done3: np.ndarray,
+                example: Mapping[str, Any]) -> dict[str, Figure]:
+    """Every figure of a training run by file stem: curves over training (``m``: the metrics
+    ``{name: [n_seeds, n_evals]}`` at ``steps``, with the ``phase_at`` marks), the phase-2 / 3
+    close-ups (``window`` steps either side), the cosine histograms of ``final``
+    (``assign_add_final.final_analysis``; the seeds that completed phase 3 when any did), and
+    one example model's views (``example``: ``index``, ``seed``, ``tokens`` as strings, ``views``
+    from ``assign_add_final.example_views``)."""
+    def group(prefix: str) -> dict[str, np.ndarray]:
+        return {k.split("/", 1)[1]: m[k] for k in sorted(m) if k.startswith(prefix)}
+
+    which = done3 if done3.any() else np.ones_like(done3)
+    i, views, tag = example["index"], example["views"], f"seed {example['seed']}"
+    return {
+        "accuracy_per_pool": accuracy_per_pool(
+            steps, {k[4:]: v for k, v in m.items() if k.startswith("acc/")}, phase_at),
+        "progress_measures": progress_measures(steps, group("progress/"), phase_at),
+        "qk2_gradient": qk2_gradient(steps, group("qk2grad/"), phase_at),
+        "phase2_closeup": phase_closeup(
+            steps, {"1var_train": m["acc/1var_train"], "1var_heldout": m["acc/1var_heldout"],
+                    "qk2_diagonal": m["progress/qk2_diagonal"],
+                    "attn2_eq_values": m["progress/attn2_eq_values"],
+                    "probe_accuracy": m["progress/probe_accuracy"]},
+            phase_at["phase2"], window, "phase 2 (aligned at each seed's phase-2 step)"),
+        "phase3_closeup": phase_closeup(
+            steps, {"2var_two_misplaced": m["acc/2var_two_misplaced"],
+                    "2var_one_misplaced": m["acc/2var_one_misplaced"],
+                    "1var_restricted": m["acc/1var_restricted"],
+                    "2var_heldout": m["acc/2var_heldout"]},
+            phase_at["phase3"], window, "phase 3 (aligned at each seed's phase-3 step)"),
+        "cosine_histograms": cosine_histograms(
+            final["cos_matched"][which].ravel(), final["cos_mismatched"][which].ravel(),
+            title=f"layer-2 MLP input at '=' ({int(which.sum())} seeds"
+                  f"{' that completed phase 3' if done3.any() else ''})"),
+        "qk_heatmaps": qk_heatmaps(final["qk1"][i], final["qk2"][i], title=tag),
+        "attention_patterns": attention_patterns(example["tokens"], *views["attention"],
+                                                 title=tag),
+        "fourier_best_neuron": fourier_neuron(
+            views["neuron_map"], views["neuron_fit"], views["k"], views["evr"],
+            views["evr_per_k"], title=f"{tag}, neuron {views['neuron']}"),
+    }

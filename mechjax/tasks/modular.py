@@ -10,7 +10,9 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from mechjax.config import ConfigError
+from mechjax import metrics
+from mechjax.config import ConfigError, ModelConfig
+from mechjax.model import forward
 from mechjax.tasks.base import Batch, Task, TaskParams
 
 OPERATIONS = ("add", "sub", "mul", "div")
@@ -82,3 +84,20 @@ def make_task(p: int = 53, op: str = "add", batch_size: int | None = None,
                 eval_pools={"train": pool(True), "test": pool(False)}, readout=-1,
                 default_params={"train_fraction": train_fraction},
                 seq_len=tokens.shape[1], vocab_size=p + int(equals_token), vocab_out=p)
+
+
+def split_accuracy_eval(task: Task, model_cfg: ModelConfig):
+    """``eval_fn`` for a trainer of ``task``: train and test accuracy (``acc/train``, ``acc/test``)
+    from ONE deterministic forward pass over every pair, told apart by the split mask (the
+    ``train`` pool holds all p^2 pairs, weighted by the training mask). Cheap enough to run after
+    every optimizer step inside the compiled scan."""
+    everything = task.eval_pools["train"]
+
+    def eval_fn(params, task_params, eval_key):
+        batch = everything(eval_key, task_params)
+        logits = forward(params, batch["tokens"], model_cfg)[:, -1]   # no key: dropout off
+        train = batch["weights"]
+        return {"acc/train": metrics.accuracy(logits, batch["labels"], train),
+                "acc/test": metrics.accuracy(logits, batch["labels"], 1 - train)}
+
+    return eval_fn
