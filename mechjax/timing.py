@@ -94,3 +94,12 @@ def grid_vs_sequential(trainer, seeds: Sequence[int], grid: Mapping[str, jax.Arr
     out["runs"], out["steps_per_run"] = len(runs), steps
     out["load_average_1min"] = os.getloadavg()[0]
     return out
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages as ``"a b c"`` (``"unknown"`` where the OS has none):
+    recorded beside timings, which shared cores make noisy."""
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"

@@ -122,23 +122,20 @@ class Trainer:
         return {k: jnp.asarray(v, jnp.float32) for k, v in values.items()}
 
     # ---- optimizer ----------------------------------------------------------------------------
-    def _schedule(self, lr: jax.Array) -> Callable[[jax.Array], jax.Array]:
+    def _schedule(self, lr: jax.Array) -> optax.Schedule:
+        """``lr`` times a linear warm-up ``(count + 1) / warmup_steps``, then the decay."""
         cfg = self.train_cfg
         decay_steps = max(cfg.steps - cfg.warmup_steps, 1)
-
-        def shape(count):
-            count = count.astype(jnp.float32)
-            warm = jnp.minimum(1.0, (count + 1) / cfg.warmup_steps) if cfg.warmup_steps else 1.0
-            t = jnp.clip((count - cfg.warmup_steps) / decay_steps, 0.0, 1.0)
-            if cfg.schedule == "cosine":
-                decay = 0.5 * (1 + jnp.cos(jnp.pi * t))
-            elif cfg.schedule == "linear":
-                decay = 1.0 - t
-            else:
-                decay = 1.0
-            return lr * warm * decay
-
-        return shape
+        if cfg.schedule == "cosine":
+            decay = optax.cosine_decay_schedule(lr, decay_steps)
+        elif cfg.schedule == "linear":
+            decay = optax.linear_schedule(lr, 0.0, decay_steps)
+        else:
+            decay = optax.constant_schedule(lr)
+        if not cfg.warmup_steps:
+            return decay
+        warm = optax.linear_schedule(lr / cfg.warmup_steps, lr, cfg.warmup_steps - 1)
+        return optax.join_schedules([warm, decay], [cfg.warmup_steps])
 
     def optimizer(self, hparams: HParams) -> optax.GradientTransformation:
         """The optax transform for (possibly traced) ``hparams``."""

@@ -29,9 +29,8 @@ def test_reduced_ode_tracks_full_gradient_descent():
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
     field_q = ode.vector_field(basis, ode.population_loss_fn(basis, orb))
     t1, n_save = 150.0, 20
-    traj, err, _ = ode.integrate_checked(field_q, theta0, tp, t1, 100, n_save, rtol=1e-3,
-                                         in_axes=(0, None))
-    assert err < 1e-3 and traj.shape == (2, n_save + 1, basis.size)
+    traj = jax.jit(jax.vmap(lambda th: ode.integrate(field_q, th, tp, t1, n_save)))(theta0)
+    assert traj.shape == (2, n_save + 1, basis.size)
     gd = jax.jit(jax.vmap(lambda th: ode.gradient_descent(basis, loss, th, tp, 0.1, 1500,
                                                           n_save)))(theta0)
     for i in range(2):

@@ -20,6 +20,7 @@ from mechjax.analysis.imir import ode
 from mechjax.analysis.imir import phase as ph
 from mechjax.analysis.imir import project as proj
 from mechjax.analysis.imir import reduced as rd
+from mechjax.analysis.imir import theorems as th
 from mechjax.tasks import blocklist as bl
 
 
@@ -57,7 +58,7 @@ def test_full_manifold_readoffs_match_the_closed_form_at_the_start():
     spec = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3)
     init = [0.3, 0.5, 0.8, 0.6]
     out = full_phase.full_manifold_grid(spec, init, np.array([0.0, 0.9]), np.array([0.0, 0.0]),
-                                        20.0, 4, 2)
+                                        20.0, 2)
     sizes = rd.RecallSizes.from_spec(spec)
     for i, fr in enumerate((0.0, 0.9)):   # f_r = 0: rare read-off still defined
         m = rd.metrics(sizes, jnp.asarray(init), 1, fr, 0.0)
@@ -72,9 +73,9 @@ def test_vmapped_grid_equals_individual_solves():
     fr = np.array([0.1, 0.5, 0.9, 0.3])
     fv = np.array([0.0, 0.2, 0.7, 0.4])
     b = np.array([1, 2, 3, 1])
-    grid = ph.solve_grid(sizes, [0.1, 0.2, 0.3, 0.4], b, fr, fv, 800.0, 16, 4)
+    grid = ph.solve_grid(sizes, [0.1, 0.2, 0.3, 0.4], b, fr, fv, 800.0, 4)
     one = jax.jit(lambda b, fr, fv: rd.integrate(sizes, jnp.asarray([0.1, 0.2, 0.3, 0.4]), b, fr,
-                                                 fv, 800.0, 16, 4))
+                                                 fv, 800.0, 4))
     for i in range(4):
         np.testing.assert_allclose(grid["theta"][i], one(float(b[i]), fr[i], fv[i]), rtol=1e-5,
                                    atol=1e-5)
@@ -89,10 +90,10 @@ def test_icl_gradient_at_the_null_point_is_linear_in_b():
     -dL/dgamma = b / T - 1 / V exactly (Theorem 3's linearity, derived in docs/imir.md)."""
     sizes = rd.RecallSizes(128, 128, 64)
     bs = [1, 2, 4, 8, 16]
-    got = [float(ph.icl_gradient(sizes, [0.0, 0.0, 0.0, 0.0], b, 0.5, 0.1)[2]) for b in bs]
+    got = [float(th.icl_gradient(sizes, [0.0, 0.0, 0.0, 0.0], b, 0.5, 0.1)[2]) for b in bs]
     want = [b / sizes.seq_len - 1 / sizes.vocab for b in bs]
     np.testing.assert_allclose(got, want, rtol=1e-4)
-    fit = ph.theorem3(sizes, [0.1, 0.1, 0.1], 0.1, list(range(1, 9)), 0.5, 0.1)
+    fit = th.theorem3(sizes, [0.1, 0.1, 0.1], 0.1, list(range(1, 9)), 0.5, 0.1)
     assert fit["fit_gamma"]["r2"] > 0.99 and fit["fit_gamma"]["slope"] > 0
 
 
@@ -103,18 +104,18 @@ def test_theorem2_factor_under_the_stated_protocol():
     sizes = rd.RecallSizes(256, 256, 4)
     settings = [(0.1, 0.0), (0.3, 0.0), (0.5, 0.0), (0.1, 0.3), (0.3, 0.3), (0.7, 0.2)]
     for p in (0.999, 0.9):
-        d = ph.delta_for_p_iwl(sizes, p)
+        d = th.delta_for_p_iwl(sizes, p)
         np.testing.assert_allclose(float(rd.p_iwl(sizes, jnp.float32(d))), p, rtol=1e-5)
         for fr, fv in settings:
-            r = ph.theorem2_ratio(sizes, [0.1, 0.1, 0.1], d, 1, fr, fv, delta_null=0.1)
+            r = th.theorem2_ratio(sizes, [0.1, 0.1, 0.1], d, 1, fr, fv, delta_null=0.1)
             s = fr + (1 - fr) * fv
             assert abs(r["ratio_gamma"] - (s + (1 - s) * (1 - p))) < 0.02 * s + 0.003, (p, r)
             if p == 0.999:
                 assert r["rel_error_gamma"] < 0.1, r
     # the same protocol in a small vocabulary (T / V not small) misses s by far more than 10%
     small = rd.RecallSizes(4, 4, 3)
-    d = ph.delta_for_p_iwl(small, 0.999)
-    worst = max(ph.theorem2_ratio(small, [0.1, 0.1, 0.1], d, 1, fr, fv)["rel_error_gamma"]
+    d = th.delta_for_p_iwl(small, 0.999)
+    worst = max(th.theorem2_ratio(small, [0.1, 0.1, 0.1], d, 1, fr, fv)["rel_error_gamma"]
                 for fr, fv in settings)
     assert worst > 0.3
 
@@ -176,7 +177,7 @@ def test_tiny_end_to_end(tmp_path):
 @pytest.mark.parametrize("edit, message", [
     (lambda c: setattr(c.grid, "n", 1), "grid.n=1"),
     (lambda c: setattr(c.task, "b", 5), "task.b=5"),
-    (lambda c: setattr(c.ode, "n_steps", 25), "ode.n_steps=25 must be a multiple"),
+    (lambda c: setattr(c.cells, "steps", 25), "cells.steps=25 must be a multiple"),
     (lambda c: setattr(c.theorem2, "settings", [[0.1, 0.0]] * 3), "theorem2.settings="),
     (lambda c: setattr(c.task, "n_common", 4), "n_common=4"),
     (lambda c: setattr(c.grid, "f_v_max", 1.5), "grid.f_v_max=1.5"),
@@ -185,3 +186,19 @@ def test_bad_config_refused_before_writing(tmp_path, edit, message):
     config = tiny.get_config()
     edit(config)
     assert_refused_before_writing(run.run, config, tmp_path / "run", message)
+
+
+def test_readoff_caps_the_icl_level_at_b_over_b_plus_1():
+    """Two cells whose p_rare ends at 0.3: with b = 1 the 4-coordinate ICL level is 0.5 * 1/2 =
+    0.25 (formed, crossing at t = 5 by interpolation); uncapped it is 0.5 (never)."""
+    t = np.linspace(0.0, 10.0, 3)
+    out = {"p_rare": np.array([[0.0, 0.25, 0.3], [0.0, 0.1, 0.3]]),
+           "p_iwl": np.array([[0.0, 0.0, 0.9], [0.0, 0.0, 0.1]]),
+           "acc_rare": np.zeros((2, 3))}
+    capped = ph.readoff(out, t, np.ones(2), 0.5)
+    assert [ph.WINNERS[w] for w in capped["winner"]] == ["both", "ICL"]
+    np.testing.assert_allclose(capped["emergence"], [5.0, 5.0 + 5.0 * 0.15 / 0.2])
+    free = ph.readoff(out, t, np.ones(2), 0.5, capped=False)
+    assert [ph.WINNERS[w] for w in free["winner"]] == ["IWL", "neither"]
+    assert np.isinf(free["emergence"]).all()
+    assert ph.winner_counts(capped["winner"]) == {"neither": 0, "ICL": 1, "IWL": 0, "both": 1}

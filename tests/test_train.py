@@ -120,6 +120,12 @@ def test_schedule_warmup_then_cosine():
     np.testing.assert_allclose(lr(jnp.int32(100)), 0.0, atol=1e-6)
 
 
+def test_schedule_linear_decay_without_warmup():
+    lr = trainer(steps=100, schedule="linear")._schedule(jnp.float32(2.0))
+    np.testing.assert_allclose([lr(jnp.int32(c)) for c in (0, 25, 100, 150)],
+                               [2.0, 1.5, 0.0, 0.0], atol=1e-6)
+
+
 @pytest.mark.parametrize("kwargs, fragment", [
     ({"steps": 0}, "train.steps=0"),
     ({"eval_every": -5}, "train.eval_every=-5"),

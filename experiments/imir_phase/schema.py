@@ -29,7 +29,7 @@ SCHEMA = Schema(
     ode=Section(
         "the reduced 4-coordinate ODE",
         t1=TIME,
-        n_steps=integer("RK4 steps (a multiple of n_save)"),
+        n_steps=integer("sets the adaptive solver's first step, t1 / n_steps"),
         n_save=integer("saved times"),
         init=sequence(number(), "(alpha, beta, gamma, delta) at t = 0", length=4),
         threshold=number("probability that counts as learned", gt=0.0, lt=1.0),
@@ -58,12 +58,12 @@ SCHEMA = Schema(
     ode_check=Section("full-manifold ODE vs gradient descent on a small spec", **_sizes(
         f_r=fraction("", **UNIT), f_v=fraction("", **UNIT),
         t1=TIME, lr=number("gradient-descent step", gt=0.0),
-        n_save=integer("saved times (must divide 200)"))),
+        n_save=integer("saved times"))),
     confinement=Section(
         "gradient confinement to the invariant manifold",
         enabled=boolean(""), seed=integer("", min=0),
     ),
     full_grid=Section("the full-manifold ODE over a grid", **_sizes(
         n=integer("cells per axis; 0 = off", min=0),
-        t1=TIME, n_steps=integer("steps (a multiple of n_save)"), n_save=integer("saved times"))),
+        t1=TIME, n_steps=integer("sets the adaptive solver's first step, t1 / n_steps"), n_save=integer("saved times"))),
 )

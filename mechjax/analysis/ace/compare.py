@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 import jax
+from jax.flatten_util import ravel_pytree
 import jax.numpy as jnp
 import numpy as np
 
@@ -75,8 +76,8 @@ def cca(za: Array, zb: Array, r: Array | int | None = None, eps: float = 1e-8,
 
 
 def flatten_params(params: Mapping[str, Array]) -> Array:
-    """All parameters as one vector (keys in sorted order)."""
-    return jnp.concatenate([jnp.ravel(params[k]) for k in sorted(params)])
+    """All parameters as one vector (keys in sorted order, as ``ravel_pytree`` flattens a dict)."""
+    return ravel_pytree(dict(params))[0]
 
 
 @jax.jit

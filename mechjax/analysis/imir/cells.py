@@ -22,6 +22,7 @@ import numpy as np
 from mechjax.analysis.imir import basis as ib
 from mechjax.analysis.imir import ode
 from mechjax.analysis.imir import project as proj
+from mechjax.analysis.imir import sgd
 from mechjax.analysis.imir.loss import readout_loss
 from mechjax.model import forward
 from mechjax.tasks import blocklist as bl
@@ -45,8 +46,7 @@ def train_cells(spec: bl.BlockListSpec, theta0_sub, f_r: np.ndarray, f_v: np.nda
     frame = ib.make_frame(ib.TokenStructure.from_spec(spec), spec.seq_len)
     basis = ib.make_basis(frame)
     _, phi = ode.abgd_coordinates(basis)
-    g = proj.gram(basis)
-    to_sub = jnp.asarray(np.linalg.solve(phi @ g @ phi.T, phi @ g), jnp.float32)  # [4, n]
+    to_sub = jnp.asarray(ode.abgd_projector(basis), jnp.float32)  # [4, n]
     cfg = ib.imir_config(frame)
     fixed = ib.fixed_params(frame)
     w0 = proj.weights(basis, jnp.asarray(theta0_sub, jnp.float32) @ jnp.asarray(phi, jnp.float32))
@@ -75,20 +75,7 @@ def train_cells(spec: bl.BlockListSpec, theta0_sub, f_r: np.ndarray, f_v: np.nda
         def lossf(w, k):
             return readout_loss({**fixed, **w}, cfg, bl.sample(spec, k, tp, batch_size))
 
-        grad = jax.value_and_grad(lossf)
-
-        def step(carry, k):
-            w, _ = carry
-            val, gr = grad(w, k)
-            return ({n: w[n] - lr * gr[n] for n in w}, val), None
-
-        def chunk(carry, k):
-            carry, _ = jax.lax.scan(step, carry, jax.random.split(k, steps // n_save))
-            return carry, record(*carry)
-
-        first = record(w0, lossf(w0, key))
-        _, recs = jax.lax.scan(chunk, (w0, jnp.float32(0.0)), jax.random.split(key, n_save))
-        return jax.tree.map(lambda a, r: jnp.concatenate([a[None], r]), first, recs)
+        return sgd.descend(lossf, w0, lr, n_save, steps // n_save, record, key)
 
     keys = jax.random.split(k_train, len(f_r))
     sub, p_rare, p_iwl, loss = jax.jit(jax.vmap(one))(

@@ -16,6 +16,7 @@ from mechjax.analysis.imir import basis as ib
 from mechjax.analysis.imir import confinement as cf
 from mechjax.analysis.imir import ode
 from mechjax.analysis.imir import project as proj
+from mechjax.analysis.imir import solve
 from mechjax.tasks import blocklist as bl
 
 TINY = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3, f_r=0.4, f_v=0.2)
@@ -99,8 +100,8 @@ def ode_vs_gd(spec: bl.BlockListSpec = TINY, t1: float = 400.0, lr: float = 0.2,
     field = ode.vector_field(basis, ode.population_loss_fn(basis, support.orbit_quotient(spec)))
     theta0 = init_scale * jax.random.normal(jax.random.key(seed), (n_init, basis.size))
     t = time.time()
-    traj, err, n_steps = ode.integrate_checked(field, theta0, tp, t1, 200, n_save,
-                                               in_axes=(0, None), max_halvings=1)
+    traj, stats = jax.block_until_ready(jax.jit(jax.vmap(
+        lambda th: solve.solve_with_stats(field, th, tp, t1, n_save)))(theta0))
     t_ode = time.time() - t
     t = time.time()
     n_gd = int(round(t1 / lr))
@@ -120,7 +121,8 @@ def ode_vs_gd(spec: bl.BlockListSpec = TINY, t1: float = 400.0, lr: float = 0.2,
                      "whole": ode.max_rel_deviation(gd["theta"][i], traj[i]),
                      "max_off_span": float(gd["off_span"][i].max())})
     out = {"spec": repr(spec), "n_coords": basis.size, "support": support.size,
-           "rk4_steps": n_steps, "rk4_halving_err": err, "gd_steps": n_gd, "lr": lr,
+           "ode_steps": int(np.max(stats["num_steps"])), "ode_rtol": solve.RTOL,
+           "ode_atol": solve.ATOL, "gd_steps": n_gd, "lr": lr,
            "seconds_ode": t_ode, "seconds_gd": t_gd, "runs": runs}
     if return_trajectories:
         ode_th, gd_th = np.asarray(traj[0]), np.asarray(gd["theta"][0])
@@ -142,17 +144,15 @@ def abgd_vs_full(spec: bl.BlockListSpec = TINY, t1: float = 400.0, lr: float = 0
     loss = ode.population_loss_fn(basis, support)
     loss_q = ode.population_loss_fn(basis, support.orbit_quotient(spec))
     sub0 = jnp.full((4,), start, jnp.float32)
-    sub_traj, err, _ = ode.integrate_checked(ode.vector_field(basis, loss_q, phi), sub0, tp, t1,
-                                             200, n_save, max_halvings=1)
+    sub_traj = jax.jit(lambda th: ode.integrate(ode.vector_field(basis, loss_q, phi), th, tp, t1,
+                                                n_save))(sub0)
     full0 = sub0 @ jnp.asarray(phi, jnp.float32)
-    full_traj, _, _ = ode.integrate_checked(ode.vector_field(basis, loss_q), full0, tp, t1, 200,
-                                            n_save, max_halvings=1)
+    full_traj = jax.jit(lambda th: ode.integrate(ode.vector_field(basis, loss_q), th, tp, t1,
+                                                 n_save))(full0)
     gd = jax.jit(lambda th: ode.gradient_descent(basis, loss, th, tp, lr, int(round(t1 / lr)),
                                                  n_save))(full0)
     g = proj.gram(basis)
-    g_sub = phi @ g @ phi.T
-    # Gram-weighted projection of full coordinates onto the 4 directions
-    to_sub = np.linalg.solve(g_sub, phi @ g)
+    to_sub = ode.abgd_projector(basis)
     gd_sub = np.asarray(gd["theta"]) @ to_sub.T
     lossf = jax.jit(jax.vmap(lambda th: loss(proj.weights(basis, th), tp)))
     l_sub = np.asarray(lossf(sub_traj @ jnp.asarray(phi, jnp.float32)))
@@ -170,7 +170,7 @@ def abgd_vs_full(spec: bl.BlockListSpec = TINY, t1: float = 400.0, lr: float = 0
         np.linalg.norm(np.asarray(gd["theta"]) @ np.linalg.cholesky(g), axis=1), 1e-30)
     helpers = np.argsort(-np.abs(off[-1]))[:8]
     bn = basis.names()
-    return {"rk4_halving_err": err, "t": tt.tolist(),
+    return {"ode_rtol": solve.RTOL, "t": tt.tolist(),
             "loss_abgd": l_sub.tolist(), "loss_full_training": l_gd.tolist(),
             "loss_full_ode": np.asarray(lossf(full_traj)).tolist(),
             "max_abs_loss_gap": float(np.max(np.abs(l_sub - l_gd))),

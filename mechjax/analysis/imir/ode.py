@@ -2,8 +2,8 @@
 
 ``L`` is the exact population loss of an enumerated tiny task (``blocklist.Support``), whose
 probabilities are traced functions of the task parameters, so the dynamics vmap over initial
-conditions *and* data parameters. Integration: classical RK4 with a fixed step inside ``lax.scan``,
-and a step-halving convergence check (``integrate_checked``). ``gradient_descent`` trains the full
+conditions *and* data parameters. Integration: ``imir.solve`` (diffrax, adaptive steps with error
+control). ``gradient_descent`` trains the full
 weights (every entry of every ``W_KQ`` and ``W_U``) of the same model from ``W(theta_0)``; with
 learning rate ``lr`` its step k sits at time ``t = k * lr`` of the gradient flow
 ``dW/dt = -grad_W L``, whose projection is the reduced ODE (docs/imir.md, section 4).
@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechjax.analysis.imir import project as proj
+from mechjax.analysis.imir import sgd, solve
 from mechjax.analysis.imir.basis import Basis, fixed_params, imir_config
 from mechjax.analysis.imir.loss import readout_loss
 from mechjax.tasks.blocklist import Support
@@ -77,6 +78,14 @@ def abgd_coordinates(basis: Basis) -> tuple[tuple[str, ...], np.ndarray]:
     return tuple(rows), phi
 
 
+def abgd_projector(basis: Basis) -> np.ndarray:
+    """``[4, n]``: the Gram-weighted projection of full coordinates onto (alpha, beta, gamma,
+    delta), ``(phi G phi^T)^-1 phi G`` (``theta_sub = P theta``; exact on the sub-manifold)."""
+    _, phi = abgd_coordinates(basis)
+    g = proj.gram(basis)
+    return np.linalg.solve(phi @ g @ phi.T, phi @ g)
+
+
 def vector_field(basis: Basis, loss: LossFn, phi: np.ndarray | None = None):
     """``field(theta, task_params) -> d theta / dt`` (theta in sub-coordinates when ``phi``)."""
     g_sub_inv = None
@@ -94,56 +103,12 @@ def vector_field(basis: Basis, loss: LossFn, phi: np.ndarray | None = None):
     return field
 
 
-def integrate(field, theta0: jax.Array, task_params, t1: float, n_steps: int | jax.Array,
-              n_save: int) -> jax.Array:
-    """RK4 from 0 to ``t1`` in ``n_steps`` steps; ``[n_save + 1, n]`` states at equal times.
-    Jittable and vmappable over ``theta0`` and ``task_params``; ``n_steps`` (a multiple of
-    ``n_save``) and ``t1`` may be traced, so one compilation serves every resolution."""
-    if isinstance(n_steps, int) and n_steps % n_save:
-        raise ValueError(f"n_steps={n_steps} must be a multiple of n_save={n_save}")
-    per = n_steps // n_save
-    dt = t1 / (per * n_save)
-
-    def step(_, th):
-        k1 = field(th, task_params)
-        k2 = field(th + 0.5 * dt * k1, task_params)
-        k3 = field(th + 0.5 * dt * k2, task_params)
-        k4 = field(th + dt * k3, task_params)
-        return th + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
-
-    def chunk(th, _):
-        th = jax.lax.fori_loop(0, per, step, th)
-        return th, th
-
-    _, traj = jax.lax.scan(chunk, theta0, None, n_save)
-    return jnp.concatenate([theta0[None], traj])
-
-
-def integrate_checked(field, theta0: jax.Array, task_params, t1: float, n_steps: int,
-                      n_save: int, rtol: float = 1e-3, max_halvings: int = 4,
-                      in_axes: tuple | None = None) -> tuple[jax.Array, float, int]:
-    """RK4 with step halving until two resolutions agree: ``max|x_n - x_2n| / max|x_2n|`` <=
-    ``rtol``. Returns ``(trajectory, achieved error, n_steps used)``. ``in_axes`` (e.g.
-    ``(0, None)``) vmaps over initial conditions and/or task parameters: one compilation for the
-    whole batch of trajectories (``[batch, n_save + 1, n]``) and every resolution."""
-    if n_steps % n_save:
-        raise ValueError(f"n_steps={n_steps} must be a multiple of n_save={n_save}")
-
-    def one(th, tp, n):
-        return integrate(field, th, tp, t1, n, n_save)
-
-    fn = one if in_axes is None else jax.vmap(one, in_axes=tuple(in_axes) + (None,))
-    run = jax.jit(fn)
-    coarse = run(theta0, task_params, jnp.int32(n_steps))
-    err = float("inf")
-    for _ in range(max_halvings):
-        n_steps *= 2
-        fine = run(theta0, task_params, jnp.int32(n_steps))
-        err = float(jnp.max(jnp.abs(fine - coarse)) / jnp.maximum(jnp.max(jnp.abs(fine)), 1e-30))
-        coarse = fine
-        if err <= rtol:
-            break
-    return coarse, err, n_steps
+def integrate(field, theta0: jax.Array, task_params, t1: float, n_save: int,
+              rtol: float = solve.RTOL, atol: float = solve.ATOL, dt0: float | None = None,
+              ) -> jax.Array:
+    """``field`` from 0 to ``t1`` (``imir.solve``: adaptive, error-controlled); ``[n_save + 1, n]``
+    states at equal times. Jittable and vmappable over ``theta0`` and ``task_params``."""
+    return solve.solve(field, theta0, task_params, t1, n_save, rtol, atol, dt0)
 
 
 def gradient_descent(basis: Basis, loss: LossFn, theta0: jax.Array, task_params, lr: float,
@@ -153,25 +118,14 @@ def gradient_descent(basis: Basis, loss: LossFn, theta0: jax.Array, task_params,
     """
     if n_steps % n_save:
         raise ValueError(f"n_steps={n_steps} must be a multiple of n_save={n_save}")
-    grad = jax.value_and_grad(loss)
 
-    def record(w):
+    def record(w, _):
         rel, _ = proj.rel_residual(basis, w)
         return proj.coords(basis, w), loss(w, task_params), rel
 
-    def step(w, _):
-        _, g = grad(w, task_params)
-        return {k: w[k] - lr * g[k] for k in w}, None
-
-    def chunk(w, _):
-        w, _ = jax.lax.scan(step, w, None, n_steps // n_save)
-        return w, record(w)
-
-    w0 = proj.weights(basis, theta0)
-    _, (th, ls, rel) = jax.lax.scan(chunk, w0, None, n_save)
-    th0, l0, r0 = record(w0)
-    return {"theta": jnp.concatenate([th0[None], th]), "loss": jnp.concatenate([l0[None], ls]),
-            "off_span": jnp.concatenate([r0[None], rel]),
+    th, ls, rel = sgd.descend(lambda w: loss(w, task_params), proj.weights(basis, theta0), lr,
+                              n_save, n_steps // n_save, record)
+    return {"theta": th, "loss": ls, "off_span": rel,
             "t": jnp.arange(n_save + 1) * (lr * n_steps / n_save)}
 
 

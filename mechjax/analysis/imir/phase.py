@@ -1,5 +1,6 @@
 """Phase diagrams of in-context vs in-weights learning from the reduced (alpha, beta, gamma, delta)
-dynamics (``reduced``), and the numerical checks of Theorems 2 and 3 (docs/imir.md, section 6).
+dynamics (``reduced``): the grid solve and its read-offs (docs/imir.md, section 6; Theorems 2 and 3
+are checked in ``theorems``).
 
 Read-offs (all from the closed-form population, so they are exact for the reduced model):
   ICL formed   mean target probability on *rare* items ``p_rare >= threshold`` (rare tokens are
@@ -11,7 +12,7 @@ Read-offs (all from the closed-form population, so they are exact for the reduce
 """
 from __future__ import annotations
 
-import functools
+import time
 from typing import Sequence
 
 import jax
@@ -20,6 +21,7 @@ import numpy as np
 
 from mechjax.analysis.curves import first_crossing
 from mechjax.analysis.imir import reduced as rd
+from mechjax.analysis.imir import solve
 
 WINNERS = ("neither", "ICL", "IWL", "both")
 
@@ -31,28 +33,84 @@ def s_factor(f_r, f_v):
 
 
 def solve_grid(sizes: rd.RecallSizes, theta0: Sequence[float], b, f_r, f_v, t1: float,
-               n_steps: int, n_save: int, dtype=jnp.float32) -> dict[str, jax.Array]:
+               n_save: int, dtype=jnp.float32, rtol: float = solve.RTOL,
+               atol: float = solve.ATOL, dt0: float | None = None) -> dict[str, jax.Array]:
     """Reduced ODE for every cell of a flat grid (``b``, ``f_r``, ``f_v`` broadcast to ``[G]``):
     one jitted ``vmap``. Returns ``theta [G, n_save + 1, 4]`` and the ``reduced.metrics``
     ``[G, n_save + 1]`` along the trajectories."""
     b, f_r, f_v = (jnp.asarray(np.ravel(x), dtype)
                    for x in np.broadcast_arrays(b, f_r, f_v))
     th0 = jnp.asarray(theta0, dtype)
-    return _solve(sizes, t1, n_steps, n_save)(th0, b, f_r, f_v)
+    return grid_solver(sizes, t1, n_save, rtol, atol, dt0)(th0, b, f_r, f_v)
 
 
-def _solve(sizes, t1, n_steps, n_save):
+def grid_solver(sizes: rd.RecallSizes, t1: float, n_save: int, rtol: float = solve.RTOL,
+                atol: float = solve.ATOL, dt0: float | None = None):
+    """The jitted ``(theta0 [4], b [G], f_r [G], f_v [G]) -> solve_grid output`` (to lower and
+    compile separately, e.g. to time compilation apart from the solve)."""
     def one(th0, b, fr, fv):
-        traj = rd.integrate(sizes, th0, b, fr, fv, t1, n_steps, n_save)
+        traj = rd.integrate(sizes, th0, b, fr, fv, t1, n_save, rtol, atol, dt0)
         m = jax.vmap(lambda th: rd.metrics(sizes, th, b, fr, fv))(traj)
         return {"theta": traj, **m}
 
     return jax.jit(jax.vmap(one, in_axes=(None, 0, 0, 0)))
 
 
-def classify(p_rare: np.ndarray, p_iwl: np.ndarray, threshold: float = 0.5) -> np.ndarray:
-    """Winner codes (``WINNERS``): ICL formed adds 1, IWL formed adds 2."""
-    return ((np.asarray(p_rare) >= threshold).astype(int)
+def timed_grid(sizes: rd.RecallSizes, theta0: Sequence[float], b, f_r, f_v, t1: float,
+               n_save: int, dt0: float | None = None) -> tuple[dict[str, np.ndarray], float, float]:
+    """``solve_grid`` (float32) with compilation timed apart: ``(numpy results, compile
+    seconds, run seconds)``."""
+    fn = grid_solver(sizes, t1, n_save, dt0=dt0)
+    b, f_r, f_v = (jnp.asarray(x, jnp.float32) for x in np.broadcast_arrays(b, f_r, f_v))
+    args = (jnp.asarray(theta0, jnp.float32), b, f_r, f_v)
+    t0 = time.perf_counter()
+    compiled = fn.lower(*args).compile()
+    t1_ = time.perf_counter()
+    out = jax.block_until_ready(compiled(*args))
+    t2 = time.perf_counter()
+    return {k: np.asarray(v) for k, v in out.items()}, t1_ - t0, t2 - t1_
+
+
+def readoff(out: dict, t: np.ndarray, b: np.ndarray, threshold: float, capped: bool = True,
+            ) -> dict[str, np.ndarray]:
+    """Per cell of ``out`` (``p_rare``, ``p_iwl``, ``acc_rare`` ``[G, n_t]`` at times ``t``):
+    ``winner`` (``WINNERS`` code), final ``p_rare`` / ``acc_rare`` / ``p_iwl``, ICL
+    ``emergence`` time and ``icl`` (formed at the end). ICL counts as formed when ``p_rare``
+    reaches ``threshold * b / (b + 1)``: the 4-coordinate induction head attends equally to the
+    answers and to the token after the query (which also follows a copy of the query token on
+    the ring), so ``b / (b + 1)`` is its ceiling (docs/imir.md, section 6). ``capped=False`` (the
+    full-manifold model, which can use positions): ICL level ``threshold``."""
+    b = np.asarray(b, np.float64)
+    ceiling = b / (b + 1.0) if capped else np.ones_like(b)
+    icl_level = threshold * ceiling
+    p_rare = np.asarray(out["p_rare"])
+    emergence = np.array([first_crossing(t, p_rare[i], icl_level[i], interpolate="linear",
+                                         never=np.inf) for i in range(len(p_rare))])
+    p_iwl = np.asarray(out["p_iwl"])[:, -1]
+    return {"winner": classify(p_rare[:, -1], p_iwl, threshold, icl_level),
+            "p_rare": p_rare[:, -1],
+            "acc_rare": np.asarray(out["acc_rare"])[:, -1],
+            "p_iwl": p_iwl, "emergence": emergence, "icl": p_rare[:, -1] >= icl_level}
+
+
+def winner_counts(winner: np.ndarray) -> dict[str, int]:
+    """How many cells each of ``WINNERS`` takes."""
+    return {w: int(np.sum(np.asarray(winner) == i)) for i, w in enumerate(WINNERS)}
+
+
+def nearest_cells(f_r_grid: np.ndarray, f_v_grid: np.ndarray, f_r, f_v) -> np.ndarray:
+    """Flat index of the grid cell nearest each ``(f_r, f_v)``."""
+    d = (np.ravel(f_r_grid)[None] - np.asarray(f_r)[:, None]) ** 2 + (
+        np.ravel(f_v_grid)[None] - np.asarray(f_v)[:, None]) ** 2
+    return np.argmin(d, 1)
+
+
+def classify(p_rare: np.ndarray, p_iwl: np.ndarray, threshold: float = 0.5,
+             icl_threshold: np.ndarray | float | None = None) -> np.ndarray:
+    """Winner codes (``WINNERS``): ICL formed (``p_rare >= icl_threshold``, default
+    ``threshold``) adds 1, IWL formed (``p_iwl >= threshold``) adds 2."""
+    icl_threshold = threshold if icl_threshold is None else icl_threshold
+    return ((np.asarray(p_rare) >= icl_threshold).astype(int)
             + 2 * (np.asarray(p_iwl) >= threshold).astype(int))
 
 
@@ -81,73 +139,6 @@ def emergence_order(times: dict[str, float], which: Sequence[str] = ("gamma", "b
                     ) -> list[str]:
     """The coordinates of ``which`` sorted by emergence time."""
     return sorted(which, key=lambda n: times[n])
-
-
-# ------------------------------------------------------------------------------------------------
-# Theorems 2 and 3
-# ------------------------------------------------------------------------------------------------
-def icl_gradient(sizes: rd.RecallSizes, theta, b, f_r, f_v) -> jax.Array:
-    """``-dL/d(alpha, beta, gamma)``: the loss gradient on the induction (ICL) coordinates."""
-    th = jnp.asarray(theta, jnp.float32)
-    return _icl_grad(sizes)(th, *(jnp.float32(x) for x in (b, f_r, f_v)))
-
-
-@functools.lru_cache(maxsize=None)
-def _icl_grad(sizes: rd.RecallSizes):
-    return jax.jit(lambda th, b, fr, fv: -jax.grad(rd.loss, argnums=1)(sizes, th, b, fr, fv)[:3])
-
-
-def delta_for_p_iwl(sizes: rd.RecallSizes, p: float) -> float:
-    """The ``delta`` at which the in-weights readout gives ``C(a)`` probability ``p`` (bisection
-    on the monotone ``reduced.p_iwl``)."""
-    v = sizes.vocab
-
-    def p_of(d):  # reduced.p_iwl in float64 numpy
-        top = np.exp(d * (1 - 1.0 / v))
-        return top / (top + (sizes.n_common - 1) * np.exp(-d / v) + sizes.n_rare)
-
-    lo, hi = 0.0, 200.0
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if p_of(mid) < p else (lo, mid)
-    return 0.5 * (lo + hi)
-
-
-def theorem2_ratio(sizes: rd.RecallSizes, icl_point: Sequence[float], delta_formed: float,
-                   b, f_r, f_v, delta_null: float = 0.0) -> dict[str, float]:
-    """Suppression of the ICL gradient by in-weights learning: ``-dL/dgamma`` (and the norm of
-    ``-dL/d(alpha, beta, gamma)``) at ``(icl_point, delta_formed)`` divided by the same at
-    ``(icl_point, delta_null)``; Theorem 2 predicts ``s_factor(f_r, f_v)``."""
-    a, bb, g = icl_point
-    with_iwl = icl_gradient(sizes, [a, bb, g, delta_formed], b, f_r, f_v)
-    without = icl_gradient(sizes, [a, bb, g, delta_null], b, f_r, f_v)
-    s = float(s_factor(f_r, f_v))
-    r_gamma = float(with_iwl[2] / without[2])
-    r_norm = float(jnp.linalg.norm(with_iwl) / jnp.linalg.norm(without))
-    return {"f_r": float(f_r), "f_v": float(f_v), "s": s, "ratio_gamma": r_gamma,
-            "ratio_norm": r_norm, "rel_error_gamma": abs(r_gamma - s) / s,
-            "rel_error_norm": abs(r_norm - s) / s}
-
-
-def linear_fit(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
-    """Least-squares ``y = slope x + intercept`` and its R^2."""
-    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-    slope, intercept = np.polyfit(x, y, 1)
-    res = y - (slope * x + intercept)
-    tot = np.sum((y - y.mean()) ** 2)
-    return {"slope": float(slope), "intercept": float(intercept),
-            "r2": float(1 - np.sum(res ** 2) / tot) if tot > 0 else 1.0}
-
-
-def theorem3(sizes: rd.RecallSizes, icl_point: Sequence[float], delta: float,
-             b_values: Sequence[int], f_r: float, f_v: float) -> dict:
-    """ICL gradient (``-dL/dgamma`` and ``-dL/dbeta``) against burstiness ``b`` at a fixed point."""
-    grads = np.array([np.asarray(icl_gradient(sizes, list(icl_point) + [delta], b, f_r, f_v))
-                      for b in b_values])
-    return {"b": [int(b) for b in b_values], "grad_gamma": grads[:, 2].tolist(),
-            "grad_beta": grads[:, 1].tolist(), "grad_alpha": grads[:, 0].tolist(),
-            "fit_gamma": linear_fit(b_values, grads[:, 2]),
-            "fit_beta": linear_fit(b_values, grads[:, 1])}
 
 
 def contour_agreement(sb: np.ndarray, formed: np.ndarray) -> dict[str, float]:

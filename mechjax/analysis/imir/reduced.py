@@ -36,6 +36,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln, xlogy
 
+from mechjax.analysis.imir import solve
+
 NAMES = ("alpha", "beta", "gamma", "delta")
 
 
@@ -226,25 +228,12 @@ def field(sizes: RecallSizes):
     return f
 
 
-def integrate(sizes: RecallSizes, theta0: jax.Array, b, f_r, f_v, t1: float, n_steps: int,
-              n_save: int) -> jax.Array:
-    """RK4, ``n_steps`` fixed steps to ``t1``; states ``[n_save + 1, 4]`` at equal times.
-    ``jax.vmap`` over any of ``theta0``, ``b``, ``f_r``, ``f_v`` for a grid."""
-    if n_steps % n_save:
-        raise ValueError(f"n_steps={n_steps} must be a multiple of n_save={n_save}")
+def integrate(sizes: RecallSizes, theta0: jax.Array, b, f_r, f_v, t1: float, n_save: int,
+              rtol: float = solve.RTOL, atol: float = solve.ATOL, dt0: float | None = None,
+              ) -> jax.Array:
+    """The reduced flow from ``theta0`` to ``t1`` (``imir.solve``: adaptive, error-controlled);
+    states ``[n_save + 1, 4]`` at equal times. ``jax.vmap`` over any of ``theta0``, ``b``,
+    ``f_r``, ``f_v`` for a grid."""
     f = field(sizes)
-    dt = t1 / n_steps
-
-    def step(_, th):
-        k1 = f(th, b, f_r, f_v)
-        k2 = f(th + 0.5 * dt * k1, b, f_r, f_v)
-        k3 = f(th + 0.5 * dt * k2, b, f_r, f_v)
-        k4 = f(th + dt * k3, b, f_r, f_v)
-        return th + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
-
-    def chunk(th, _):
-        th = jax.lax.fori_loop(0, n_steps // n_save, step, th)
-        return th, th
-
-    _, traj = jax.lax.scan(chunk, theta0, None, n_save)
-    return jnp.concatenate([theta0[None], traj])
+    return solve.solve(lambda th, args: f(th, *args), theta0, (b, f_r, f_v), t1, n_save, rtol,
+                       atol, dt0)
