@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
-from mechjax import watchdog
+from mechjax import distributed, watchdog
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.config_schema import Schema
 from mechjax.train import TrainConfig
@@ -46,9 +46,25 @@ def seeds(config: Any) -> list[int]:
 def start(workdir: str, config: Any, overwrite: bool) -> bool:
     """Prepare the workdir (refusing a different run) and enable the compilation cache.
 
-    Returns True when an earlier run of the same config is being resumed.
+    Returns True when an earlier run of the same config is being resumed. In a multi-process
+    run every process checks the workdir (so each refuses a bad one by itself), then process 0
+    alone writes or clears it, and the others wait for it: the folder is shared, and a process
+    that looked while another was writing would see a half-prepared run.
     """
-    resuming = prepare(workdir, as_dict(config), overwrite)
+    import jax
+
+    from mechjax import distributed
+    from mechjax.workdir import check
+
+    values = as_dict(config)
+    if jax.process_count() == 1:
+        resuming = prepare(workdir, values, overwrite)
+    else:
+        resuming = check(workdir, values, overwrite) == "resume"
+        distributed.barrier("mechjax: workdir checked")
+        if jax.process_index() == 0:
+            prepare(workdir, values, overwrite)
+        distributed.barrier("mechjax: workdir prepared")
     enable_compilation_cache()
     return resuming
 
@@ -73,7 +89,11 @@ def run_cli(run_fn, format_fn, main_file: str, schema: Schema,
     """The whole ``__main__`` of an experiment: ``--workdir``, ``--config`` (an ml_collections
     file beside ``main_file`` in ``configs/``, overridable as ``--config.key=value``; its keys and
     their allowed values in ``--help`` come from ``schema``) and ``--overwrite``; then
-    ``run_fn(config, workdir, overwrite=...)`` and a printed summary."""
+    ``run_fn(config, workdir, overwrite=...)`` and a printed summary.
+
+    ``--coordinator=HOST:PORT --num_processes=N --process_id=I`` (or ``--coordinator=auto``)
+    make the process one of N running the same command: ``jax.distributed.initialize`` joins
+    them before anything else touches JAX, and ``run_sweep`` then spans their devices."""
     import os
     import sys
 
@@ -89,6 +109,15 @@ def run_cli(run_fn, format_fn, main_file: str, schema: Schema,
         "overwrite", False, "delete everything in --workdir first and train from scratch "
         "(after a config change, or to rerun an unchanged config fresh); without it a run of "
         "the same config resumes and a different config is refused")
+    # A multi-process run: every process gets the same command plus its own --process_id.
+    coordinator = flags.DEFINE_string(
+        "coordinator", None, "multi-process run: HOST:PORT of process 0's coordinator (JAX's "
+        "distributed runtime), or 'auto' to let JAX detect the cluster (SLURM, Open MPI, TPU, "
+        "JAX_COORDINATOR_ADDRESS); every process runs the same command")
+    num_processes = flags.DEFINE_integer("num_processes", None,
+                                         "multi-process run: how many processes join")
+    process_id = flags.DEFINE_integer("process_id", None,
+                                      "multi-process run: this process's index, 0..N-1")
 
     def parse(argv: list[str]) -> list[str]:
         try:
@@ -103,6 +132,10 @@ def run_cli(run_fn, format_fn, main_file: str, schema: Schema,
         if len(argv) > 1:
             raise app.UsageError(f"unexpected arguments {argv[1:]}")
         quiet_library_logs()
+        try:  # before anything touches a JAX backend
+            distributed.initialize(coordinator.value, num_processes.value, process_id.value)
+        except ConfigError as err:
+            sys.exit(f"error: {err}")
         try:
             values = config.value
             values.keys()  # a file that failed to load raises on first use
@@ -119,6 +152,6 @@ def run_cli(run_fn, format_fn, main_file: str, schema: Schema,
         print(format_fn(summary))
 
     flags.mark_flag_as_required("workdir")
-    for name in ("config", "workdir", "overwrite"):  # listed by --help, not only --helpfull
+    for name in ("config", "workdir", "overwrite", "coordinator", "num_processes", "process_id"):  # listed by --help, not only --helpfull
         flags.FLAGS.register_key_flag_for_module(sys.argv[0], flags.FLAGS[name])
     app.run(main, flags_parser=parse)

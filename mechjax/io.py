@@ -31,7 +31,8 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-def _atomic_write(path: str, write: Callable[[IO], None], mode: str) -> None:
+def atomic_write(path: str, write: Callable[[IO], None], mode: str) -> None:
+    """``write(f)`` into a temporary file beside ``path``, then renamed to ``path``."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
@@ -46,11 +47,11 @@ def _atomic_write(path: str, write: Callable[[IO], None], mode: str) -> None:
 
 def write_json(path: str, value: Any) -> None:
     """``value`` (via ``to_jsonable``) as indented, key-sorted JSON at ``path``, atomically."""
-    _atomic_write(path, lambda f: json.dump(to_jsonable(value), f, indent=2, sort_keys=True),
+    atomic_write(path, lambda f: json.dump(to_jsonable(value), f, indent=2, sort_keys=True),
                   "w")
 
 
 def write_npz(path: str, arrays: Mapping[str, Any]) -> None:
     """``{name: array}`` as an uncompressed ``.npz`` at exactly ``path``, atomically."""
-    _atomic_write(path, lambda f: np.savez(f, **{k: np.asarray(v) for k, v in arrays.items()}),
+    atomic_write(path, lambda f: np.savez(f, **{k: np.asarray(v) for k, v in arrays.items()}),
                   "wb")

@@ -28,7 +28,7 @@ import orbax.checkpoint as ocp
 from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding, PartitionSpec
 
-from mechjax import watchdog
+from mechjax import distributed, watchdog
 from mechjax.train import Trainer, TrainState
 from mechjax.io import write_json, write_npz
 from mechjax.workdir import SaveError
@@ -140,10 +140,22 @@ def _to_host(tree):
     return jax.tree.map(np.asarray, jax.device_get(tree))
 
 
-def log(message: str) -> None:
-    """Progress line on stderr (orbax and absl keep their own logs at WARNING)."""
-    if jax.process_index() == 0:
-        print(f"[mechjax {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+def log(message: str, every_process: bool = False) -> None:
+    """Progress line on stderr (orbax and absl keep their own logs at WARNING); from process 0
+    only, unless ``every_process`` (then each line names its process)."""
+    if every_process and jax.process_count() > 1:
+        message = f"process {jax.process_index()}/{jax.process_count()}: {message}"
+    elif jax.process_index() != 0:
+        return
+    print(f"[mechjax {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def local_seed_rows(sharding: NamedSharding, n_rows: int) -> list[int]:
+    """The rows of a seed axis of ``n_rows`` that this process's devices hold (and compute)."""
+    rows: set[int] = set()
+    for index in sharding.addressable_devices_indices_map((n_rows,)).values():
+        rows.update(range(*index[0].indices(n_rows)))
+    return sorted(rows)
 
 
 def _format_seconds(s: float) -> str:
@@ -282,6 +294,12 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
                            on_trace=lambda: traces.__setitem__(0, traces[0] + 1))
 
     state = init_fn(_shard_seeds(keys, mesh), grid, _shard_seeds(index, mesh))
+    if jax.process_count() > 1:  # which slice of the seeds this process trains
+        rows = local_seed_rows(seed_sharding, n_pad)
+        mine = [seeds[r] for r in rows if r < len(seeds)]
+        pad = sum(r >= len(seeds) for r in rows)
+        log(f"trains seeds {mine}" + (f" (+{pad} padding row{'s' * (pad > 1)})" if pad else "")
+            + f" on {jax.local_device_count()} of {n_dev} devices", every_process=True)
     metric_shapes = jax.eval_shape(run_fn, state, grid)[1]
     metrics = {k: np.full((n_pad, n_grid, n_chunks * chunk), np.nan, np.float32)
                for k in metric_shapes}
@@ -291,7 +309,10 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
     manager, start = None, 0
     if workdir is not None:
         _write_run_files(workdir, trainer, seeds, full, chunk, snapshot_steps)
-        if 0 in snapshot_steps and not os.path.exists(snapshot_path(workdir, 0)):
+        # Process 0's view decides: another process may look after process 0 wrote the file,
+        # and a snapshot gathers from every process, so all must enter it or none.
+        if 0 in snapshot_steps and distributed.agree(
+                not os.path.exists(snapshot_path(workdir, 0))):
             _save_snapshot(workdir, 0, state, len(seeds))
         manager = ocp.CheckpointManager(
             os.path.abspath(os.path.join(workdir, "checkpoints")),

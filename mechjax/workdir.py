@@ -37,6 +37,20 @@ def prepare(workdir: str, config: Mapping[str, Any], overwrite: bool = False) ->
     not the config changed. A folder that holds files but no ``config.json`` is not a run and is
     never deleted. Nothing is written or deleted before these checks pass.
     """
+    action = check(workdir, config, overwrite)
+    if action == "resume":
+        return True
+    if action == "overwrite":
+        clear(workdir)
+    os.makedirs(workdir, exist_ok=True)
+    write_json(os.path.join(workdir, CONFIG_FILE), to_jsonable(config))
+    return False
+
+
+def check(workdir: str, config: Mapping[str, Any], overwrite: bool = False) -> str:
+    """What ``prepare`` would do, reading only: ``'new'``, ``'resume'`` or ``'overwrite'``;
+    raises ``WorkdirError`` where it would refuse. (Every process of a multi-process run checks,
+    so each refuses by itself; only one then writes.)"""
     if not workdir:
         raise WorkdirError("--workdir is required")
     if os.path.exists(workdir) and not os.path.isdir(workdir):
@@ -54,22 +68,19 @@ def prepare(workdir: str, config: Mapping[str, Any], overwrite: bool = False) ->
                                        "replace this run") from err
                 old = None
         if overwrite:
-            clear(workdir)
-        elif old == config:
-            return True
-        else:
-            changed = sorted(_diff_keys(old, config))
-            raise WorkdirError(
-                f"workdir {workdir!r} holds a run of a different config (differing keys: "
-                f"{changed[:10]}); use another --workdir or pass --overwrite to replace it")
-    elif os.path.isdir(workdir) and os.listdir(workdir):
+            return "overwrite"
+        if old == config:
+            return "resume"
+        changed = sorted(_diff_keys(old, config))
+        raise WorkdirError(
+            f"workdir {workdir!r} holds a run of a different config (differing keys: "
+            f"{changed[:10]}); use another --workdir or pass --overwrite to replace it")
+    if os.path.isdir(workdir) and os.listdir(workdir):
         entries = sorted(os.listdir(workdir))
         raise WorkdirError(f"workdir {workdir!r} is not empty ({entries[:5]}) but has no "
                            f"{CONFIG_FILE}, so it is no run to resume or replace; nothing was "
                            "deleted: use a new or empty folder")
-    os.makedirs(workdir, exist_ok=True)
-    write_json(path, config)
-    return False
+    return "new"
 
 
 def clear(workdir: str) -> None:

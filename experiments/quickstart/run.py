@@ -54,19 +54,6 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     top5 = np.asarray(jax.vmap(lambda n: fourier.top_k_energy_fraction(n, 5))(norms))
     key_freqs = [sorted(np.argsort(row[1:])[::-1][:5] + 1) for row in norms]
 
-    fig_dir = os.path.join(workdir, "figures")
-    save_figure(curves.metric_curves(
-        steps, {"train": m["acc/train"], "test": m["acc/test"]},
-        title=f"{trainer.task.name}: accuracy over {len(seeds)} seeds", ylabel="accuracy",
-        marks=[float(np.nanmean(t_grok))] if np.isfinite(t_grok).any() else []),
-        os.path.join(fig_dir, "accuracy.png"))
-    save_figure(curves.metric_curves(
-        steps, {"train": np.log10(m["loss/train"]), "test": np.log10(m["loss/test"])},
-        title="loss", ylabel="log10 cross-entropy"), os.path.join(fig_dir, "loss.png"))
-    save_figure(heatmaps.matrix(norms[:, 1:], xlabel="frequency k", ylabel="seed",
-                                title="|FFT(W_E)| per seed", xticks=np.arange(1, norms.shape[1])),
-                os.path.join(fig_dir, "embedding_spectrum.png"))
-
     finite = m["finite"][:, -1].astype(bool)
     summary = {
         "n_seeds": len(seeds),
@@ -78,9 +65,29 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         "fourier/key_frequencies": key_freqs,
         "diverged_seeds": [s for s, ok in zip(seeds, finite) if not ok],
     }
-    write_json(os.path.join(workdir, "summary.json"), summary)
+    # In a multi-process run every process holds the same result; process 0 writes it.
+    if jax.process_index() == 0:
+        save_figures(workdir, trainer.task.name, steps, m, t_grok, norms)
+        write_json(os.path.join(workdir, "summary.json"), summary)
     log(f"wrote {workdir}/summary.json and figures/")
     return summary
+
+
+def save_figures(workdir: str, task_name: str, steps: np.ndarray, m: dict[str, np.ndarray],
+                 t_grok: np.ndarray, norms: np.ndarray) -> None:
+    """``figures/``: accuracy and loss curves over seeds, each seed's embedding spectrum."""
+    fig_dir = os.path.join(workdir, "figures")
+    save_figure(curves.metric_curves(
+        steps, {"train": m["acc/train"], "test": m["acc/test"]},
+        title=f"{task_name}: accuracy over {len(norms)} seeds", ylabel="accuracy",
+        marks=[float(np.nanmean(t_grok))] if np.isfinite(t_grok).any() else []),
+        os.path.join(fig_dir, "accuracy.png"))
+    save_figure(curves.metric_curves(
+        steps, {"train": np.log10(m["loss/train"]), "test": np.log10(m["loss/test"])},
+        title="loss", ylabel="log10 cross-entropy"), os.path.join(fig_dir, "loss.png"))
+    save_figure(heatmaps.matrix(norms[:, 1:], xlabel="frequency k", ylabel="seed",
+                                title="|FFT(W_E)| per seed", xticks=np.arange(1, norms.shape[1])),
+                os.path.join(fig_dir, "embedding_spectrum.png"))
 
 
 def format_summary(summary: dict[str, Any]) -> str:
