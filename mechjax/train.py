@@ -29,6 +29,7 @@ EvalFn = Callable[[Params, Mapping[str, jax.Array], jax.Array], Mapping[str, jax
 
 OPTIMIZERS = ("adamw", "adam", "sgd")
 SCHEDULES = ("constant", "cosine", "linear")
+COMPUTE_DTYPES = ("float32", "bfloat16")
 BASE_HPARAMS = {"lr": 1e-3, "weight_decay": 0.0, "init_scale": 1.0}
 
 
@@ -47,6 +48,9 @@ class TrainConfig:
     grad_clip: float | None = None
     eval_pools: tuple[str, ...] | None = None  # None: every pool of the task
     fast_readout: bool = True  # use mechjax.fastpath where it applies
+    # The forward and backward pass (training and evaluation). bfloat16 is mixed precision: the
+    # parameters, gradients and optimizer state stay float32, the loss is taken in float32.
+    compute_dtype: str = "float32"
 
     def __post_init__(self):
         for name in ("steps", "eval_every"):
@@ -57,6 +61,9 @@ class TrainConfig:
             raise ConfigError(f"train.optimizer={self.optimizer!r}: allowed {OPTIMIZERS}")
         if self.schedule not in SCHEDULES:
             raise ConfigError(f"train.schedule={self.schedule!r}: allowed {SCHEDULES}")
+        if self.compute_dtype not in COMPUTE_DTYPES:
+            raise ConfigError(f"train.compute_dtype={self.compute_dtype!r}: allowed "
+                              f"{COMPUTE_DTYPES}")
         if not isinstance(self.warmup_steps, int) or not 0 <= self.warmup_steps <= self.steps:
             raise ConfigError(f"train.warmup_steps={self.warmup_steps!r}: must be in "
                               f"[0, steps={self.steps}]")
@@ -169,7 +176,10 @@ class Trainer:
         return logits if readout is None else logits[:, readout]
 
     def loss(self, params: Params, batch: Batch, key: jax.Array | None = None):
-        logits = self.logits(params, batch["tokens"], key)
+        if self.train_cfg.compute_dtype != "float32":  # the cast is differentiated: f32 grads
+            dtype = jnp.dtype(self.train_cfg.compute_dtype)
+            params = {k: v.astype(dtype) for k, v in params.items()}
+        logits = self.logits(params, batch["tokens"], key).astype(jnp.float32)
         labels, weights = batch["labels"], batch.get("weights")
         return (metrics.cross_entropy(logits, labels, weights),
                 metrics.accuracy(logits, labels, weights))

@@ -7,7 +7,7 @@ import pytest
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.tasks import modular
 from mechjax.tasks.base import Task, fixed_dataset_sampler
-from mechjax.train import TrainConfig, make_train
+from mechjax.train import TrainConfig, make_train, split_hparams
 
 TASK = modular.make_task(p=7, batch_size=16, train_fraction=0.6)
 CFG = ModelConfig(n_layers=1, d_model=16, n_heads=2, d_mlp=32, d_vocab=7, d_vocab_out=7,
@@ -131,6 +131,7 @@ def test_schedule_linear_decay_without_warmup():
     ({"eval_every": -5}, "train.eval_every=-5"),
     ({"optimizer": "lion"}, "train.optimizer='lion'"),
     ({"warmup_steps": 50}, "train.warmup_steps=50"),
+    ({"compute_dtype": "float16"}, "train.compute_dtype='float16': allowed"),
     ({"eval_pools": ("nope",)}, r"eval pools \['nope'\] do not exist"),
 ])
 def test_bad_train_config_is_named(kwargs, fragment):
@@ -145,3 +146,22 @@ def test_unknown_hyperparameter_and_task_mismatch():
     small = ModelConfig(**{**CFG.__dict__, "d_vocab": 5, "d_vocab_out": 5})
     with pytest.raises(ConfigError, match="uses 7 tokens but model.d_vocab=5"):
         make_train(TASK, small, TRAIN)
+
+
+def test_bfloat16_compute_keeps_float32_state_and_tracks_float32():
+    hp = trainer().default_hparams(lr=3e-3, weight_decay=0.1)
+    key = jax.random.PRNGKey(0)
+    f32, m32 = jax.jit(trainer())(key, hp)
+    bf16 = trainer(compute_dtype="bfloat16")
+    state, m16 = jax.jit(bf16)(key, hp)
+    assert all(v.dtype == jnp.float32 for v in jax.tree.leaves((state.params, state.opt_state))
+               if jnp.issubdtype(v.dtype, jnp.floating))
+    # the forward pass really is in bfloat16: its logits differ from float32 at bf16 precision
+    batch = TASK.eval_pools["test"](key, split_hparams(hp)[1])
+    l32 = trainer().logits(f32.params, batch["tokens"])
+    l16 = bf16.logits(jax.tree.map(lambda v: v.astype(jnp.bfloat16), f32.params),
+                      batch["tokens"])
+    assert l16.dtype == jnp.bfloat16
+    err = float(jnp.max(jnp.abs(l16.astype(jnp.float32) - l32)))
+    assert 1e-4 < err < 0.1, err
+    np.testing.assert_allclose(m16["train/loss"], m32["train/loss"], rtol=0.05, atol=0.02)

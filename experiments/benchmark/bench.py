@@ -18,6 +18,9 @@ MODES = ("single_full", "single_fast", "sequential", "sweep_vmap", "sweep_map",
          "transformer_lens")
 
 
+TINY_MODEL = {"d_model": 16, "d_mlp": 32}  # --tiny: the same architecture, seconds on a CPU
+
+
 def _task(batch: int):
     import jax
     from mechjax.tasks.base import Task
@@ -30,10 +33,11 @@ def _task(batch: int):
     return Task("random_tokens", sample, {}, readout=-1, seq_len=16, vocab_size=74, vocab_out=59)
 
 
-def _model_cfg():
+def _model_cfg(tiny: bool = False):
     from mechjax.config import ModelConfig
-    return ModelConfig(n_layers=2, d_model=128, n_heads=1, d_mlp=512, d_vocab=74, d_vocab_out=59,
-                       n_ctx=16, mlp_layers=(False, True))
+    widths = TINY_MODEL if tiny else {"d_model": 128, "d_mlp": 512}
+    return ModelConfig(n_layers=2, n_heads=1, d_vocab=74, d_vocab_out=59, n_ctx=16,
+                       mlp_layers=(False, True), **widths)
 
 
 def _best_time(fn, repeats: int) -> float:
@@ -45,29 +49,37 @@ def _best_time(fn, repeats: int) -> float:
     return best
 
 
-def measure_jax(mode: str, steps: int, seeds: int, batch: int, repeats: int) -> dict:
+def measure_jax(mode: str, steps: int, seeds: int, batch: int, repeats: int,
+                dtype: str = "float32", tiny: bool = False) -> dict:
+    """Best of ``repeats`` timed calls of ``steps`` training steps (compiled first, compile
+    time reported apart). Each call continues from the state the previous one returned, as
+    training does, so no copy or re-initialization is timed. ``dtype``: the compute dtype."""
     import jax
     import numpy as np
     from jax.sharding import NamedSharding, PartitionSpec
-    import jax.numpy as jnp
     from mechjax.sweep import SEED_AXIS, seed_mesh, sweep_program
     from mechjax.train import TrainConfig, make_train
 
     fast = mode != "single_full"
-    tr = make_train(_task(batch), _model_cfg(),
-                    TrainConfig(steps=steps, eval_every=steps, fast_readout=fast))
+    # enough steps that every timed call trains (steps past train_cfg.steps would be masked)
+    tr = make_train(_task(batch), _model_cfg(tiny),
+                    TrainConfig(steps=steps * (repeats + 1), eval_every=steps,
+                                fast_readout=fast, compute_dtype=dtype))
     hp = tr.default_hparams(lr=1e-3, weight_decay=0.02)
     assert tr.use_fastpath == fast
     if mode in ("single_full", "single_fast", "sequential"):
         init = jax.jit(tr.init)
-        run = jax.jit(lambda s, h: tr.run(s, h, 1))
+        run = jax.jit(lambda s, h: tr.run(s, h, 1)[0])
         states = [init(jax.random.PRNGKey(i), hp) for i in range(seeds if mode == "sequential"
                                                                  else 1)]
-        jax.block_until_ready(run(states[0], hp))  # compile once
+        t0 = time.perf_counter()
+        compiled = run.lower(states[0], hp).compile()
+        compile_seconds = time.perf_counter() - t0
+        states = [jax.block_until_ready(compiled(s, hp)) for s in states]  # warm-up
 
         def go():
-            for s in states:
-                jax.block_until_ready(run(s, hp))
+            for i, s in enumerate(states):
+                states[i] = jax.block_until_ready(compiled(s, hp))
 
         seconds = _best_time(go, repeats)
         n_models = len(states)
@@ -82,27 +94,40 @@ def measure_jax(mode: str, steps: int, seeds: int, batch: int, repeats: int) -> 
                        out_shardings=sharding)
         grid = {k: v[None] for k, v in hp.items()}
         program = sweep_program(tr, 1, mesh, vectorize=mode.split("_")[1])
-        state = init(keys, grid)
-        hp = grid
-        run = lambda s, h: program(jax.tree.map(jnp.copy, s), h)  # the program donates its input
-        jax.block_until_ready(run(state, hp))
-        seconds = _best_time(lambda: jax.block_until_ready(run(state, hp)), repeats)
+        state = [init(keys, grid)]
+        t0 = time.perf_counter()
+        compiled = program.lower(state[0], grid).compile()
+        compile_seconds = time.perf_counter() - t0
+
+        def go():  # the program donates its input state and returns the next one
+            state[0] = jax.block_until_ready(compiled(state[0], grid))[0]
+
+        go()  # warm-up
+        seconds = _best_time(go, repeats)
         n_models = n_pad
+    dev = jax.devices()[0]
     return {"mode": mode, "devices": jax.device_count(), "models": n_models, "steps": steps,
-            "seconds": seconds, "ms_per_model_step": 1e3 * seconds / (n_models * steps),
+            "dtype": dtype, "platform": dev.platform, "device_kind": dev.device_kind,
+            "compile_seconds": compile_seconds, "seconds": seconds,
+            "ms_per_model_step": 1e3 * seconds / (n_models * steps),
             "model_steps_per_s": n_models * steps / seconds}
 
 
-def measure_transformer_lens(steps: int, batch: int, repeats: int) -> dict:
+def measure_transformer_lens(steps: int, batch: int, repeats: int, tiny: bool = False,
+                             device: str = "auto") -> dict:
     """The same model and step in TransformerLens / PyTorch eager (its layer-0 MLP zeroed and
-    frozen, as in the Assign-and-Add authors' checkpoints, since TL has no per-layer switch)."""
+    frozen, as in the Assign-and-Add authors' checkpoints, since TL has no per-layer switch).
+    ``device``: ``auto`` is CUDA when torch sees a GPU, else the CPU."""
     import torch
     from transformer_lens import HookedTransformer, HookedTransformerConfig
 
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.set_num_threads(os.cpu_count() or 1)
-    cfg = HookedTransformerConfig(n_layers=2, d_model=128, d_head=128, n_heads=1, d_mlp=512,
-                                  d_vocab=74, d_vocab_out=59, n_ctx=16, act_fn="relu",
-                                  normalization_type=None, device="cpu", seed=0)
+    widths = TINY_MODEL if tiny else {"d_model": 128, "d_mlp": 512}
+    cfg = HookedTransformerConfig(n_layers=2, d_head=widths["d_model"], n_heads=1, d_vocab=74,
+                                  d_vocab_out=59, n_ctx=16, act_fn="relu",
+                                  normalization_type=None, device=device, seed=0, **widths)
     model = HookedTransformer(cfg)
     mlp0 = model.blocks[0].mlp
     with torch.no_grad():
@@ -111,19 +136,24 @@ def measure_transformer_lens(steps: int, batch: int, repeats: int) -> dict:
             p.requires_grad_(False)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3,
                             weight_decay=0.02)
+    # CUDA runs asynchronously: wait for the device before reading the clock
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
 
     def go():
         for _ in range(steps):
-            tokens = torch.randint(0, 74, (batch, 16))
-            labels = torch.randint(0, 59, (batch,))
+            tokens = torch.randint(0, 74, (batch, 16), device=device)
+            labels = torch.randint(0, 59, (batch,), device=device)
             loss = torch.nn.functional.cross_entropy(model(tokens)[:, -1], labels)
             opt.zero_grad()
             loss.backward()
             opt.step()
+        sync()
 
     go()
     seconds = _best_time(go, repeats)
     return {"mode": "transformer_lens", "devices": 1, "models": 1, "steps": steps,
+            "dtype": "float32", "platform": device,
+            "device_kind": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
             "seconds": seconds, "ms_per_model_step": 1e3 * seconds / steps,
             "model_steps_per_s": steps / seconds, "torch": torch.__version__}
 
@@ -190,7 +220,8 @@ if __name__ == "__main__":
     if mode not in MODES:
         raise SystemExit(f"mode {mode!r}: allowed {MODES}")
     if mode == "transformer_lens":
-        out = measure_transformer_lens(args["steps"], args["batch"], args["repeats"])
+        out = measure_transformer_lens(args["steps"], args["batch"], args["repeats"],
+                                       args.get("tiny", False))
     else:
         out = measure_jax(mode, **args)
     print(json.dumps(out))
