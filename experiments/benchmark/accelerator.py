@@ -36,8 +36,10 @@ from mechjax.io import write_json
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PARTS = ("throughput", "transformer_lens", "assign_add", "grokking")
-# Seconds per part on one accelerator; 480 in all, the whole run's budget.
-LIMITS = {"throughput": 150, "transformer_lens": 30, "assign_add": 140, "grokking": 160}
+# Seconds per part on one accelerator; 480 in all, the whole run's budget. By estimate (see
+# BUILD_NOTES.md, "The accelerator run") the grokking part needs more than its share on one H200;
+# it resumes where it stopped when run again (``--parts=grokking --limits=grokking=600``).
+LIMITS = {"throughput": 120, "transformer_lens": 30, "assign_add": 130, "grokking": 200}
 TINY_LIMITS = {"throughput": 300, "transformer_lens": 120, "assign_add": 300, "grokking": 300}
 WORKDIRS = {"assign_add": "assign_add", "grokking": "ace_grokking"}
 
@@ -187,7 +189,7 @@ if __name__ == "__main__":
             sys.exit(f"error: {err}")
         results = main(_OUT.value, _TINY.value, parts, limits, shlex.join(
             ["python", "-m", "experiments.benchmark.accelerator", *sys.argv[1:]]))
-        print(report.markdown(results))
+        print(report.markdown(results), end="")
         bad = [n for n, p in results["parts"].items() if not p["status"].startswith(("ok",
                                                                                   "skipped"))]
         sys.exit(1 if bad else 0)
