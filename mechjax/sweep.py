@@ -363,6 +363,9 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
         if jax.process_index() == 0 and not os.path.exists(os.path.join(workdir, METRICS_FILE)):
             write_metrics(os.path.join(workdir, METRICS_FILE), done_metrics(done), full, seeds)
         manager.close()
+        # process 0 writes the files: a process that reads the workdir next (a branch from a
+        # snapshot, runs.open) must not look before they are there
+        distributed.barrier("mechjax: sweep files written")
     return SweepResult(state=state, metrics=done_metrics(done), seeds=seeds, hparams=full,
                        traces=traces[0], stopped_early=stopped)
 
