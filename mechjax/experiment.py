@@ -92,7 +92,9 @@ def run_cli(run_fn, format_fn, main_file: str, schema: Schema,
 
     def parse(argv: list[str]) -> list[str]:
         try:
-            return app.parse_flags_with_usage(argv)
+            return flags.FLAGS(argv)
+        except flags.Error as err:  # a value the flag's own parser refused (2.5 for an int)
+            sys.exit(f"error: {schema.flag_error(argv, err)}")
         except (AttributeError, KeyError, TypeError, ValueError) as err:
             # ml_collections raises these from inside flag parsing for an override of a key
             # the config does not have; the schema says which keys exist.
