@@ -27,7 +27,7 @@ from mechjax.analysis.ace.compare import offdiag_mean
 from mechjax.analysis.seeds import seed_stats
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.io import write_json
-from mechjax.loaders import gpt2_model_config, load_gpt2, load_tokenizer, save_gpt2
+from mechjax.loaders import CheckpointError, gpt2_model_config, load_gpt2, load_tokenizer, save_gpt2
 from mechjax.loaders.tokenizer import END_OF_TEXT, Tokenizer
 from mechjax.plots import ace as ace_plots
 from mechjax.plots import agreement as plots
@@ -112,18 +112,24 @@ def build(config):
         tokenizer = corpus.build_tokenizer()
         cfg = gpt2_model_config(n_layers=m.n_layers, d_model=m.d_model, n_heads=m.n_heads,
                                 d_vocab=tokenizer.vocab_size, n_ctx=m.n_ctx)
-        inputs = family_inputs(prompts, tokenizer, m.n_ctx, g.n_new)
         try:
+            inputs = family_inputs(prompts, tokenizer, m.n_ctx, g.n_new)
             task = corpus.make_task(tokenizer, split.train, split.test, c.n_sentences, c.n_eval,
                                     c.filler_fraction, c.batch_size, m.n_ctx, c.seed)
-        except ValueError as err:  # a sentence longer than n_ctx
+        except ValueError as err:  # a prompt or sentence longer than n_ctx
             raise ConfigError(f"model.n_ctx={m.n_ctx}: {err}") from err
         trainer = make_train(task, cfg, experiment.train_config(config.train))
         hparams = trainer.default_hparams(**experiment.as_dict(config.hparams))
         families.append(Family([f"seed_{s}" for s in seeds], cfg, **inputs))
     for path in paths:  # the whole checkpoint is read now: a bad folder fails before training
         cfg, params = load_gpt2(path)
-        inputs = family_inputs(prompts, load_tokenizer(path), cfg.n_ctx, g.n_new)
+        tokenizer = load_tokenizer(path)
+        try:
+            inputs = family_inputs(prompts, tokenizer, cfg.n_ctx, g.n_new)
+        except CheckpointError:
+            raise
+        except ValueError as err:  # a prompt longer than the checkpoint's n_ctx
+            raise CheckpointError(f"checkpoint {path!r}: {err}") from err
         stacked = {k: jnp.asarray(v)[None] for k, v in params.items()}
         families.append(Family([f"gpt2:{os.path.basename(os.path.normpath(path))}"], cfg,
                                params=stacked, **inputs))

@@ -7,7 +7,7 @@ def get_config() -> ml_collections.ConfigDict:
     config = ml_collections.ConfigDict()
     config.n_seeds = 8
     config.seed_offset = 0
-    config.chunk_evals = 4
+    config.chunk_evals = 2
     config.gpt2_paths = ""
 
     config.prompts = ml_collections.ConfigDict()
@@ -21,7 +21,7 @@ def get_config() -> ml_collections.ConfigDict:
     config.corpus.n_sentences = 20000
     config.corpus.filler_fraction = 0.25
     config.corpus.n_eval = 256
-    config.corpus.batch_size = 64
+    config.corpus.batch_size = 32
 
     config.model = ml_collections.ConfigDict()
     config.model.n_layers = 2
@@ -30,7 +30,7 @@ def get_config() -> ml_collections.ConfigDict:
     config.model.n_ctx = 24
 
     config.train = ml_collections.ConfigDict()
-    config.train.steps = 1200
+    config.train.steps = 600
     config.train.eval_every = 150
     config.train.optimizer = "adamw"
     config.train.warmup_steps = 50
