@@ -90,8 +90,9 @@ def test_a_transformers_checkpoint_runs(tmp_path):
     from mechjax.tasks import agreement_corpus
     tok = agreement_corpus.build_tokenizer()
     torch.manual_seed(0)
+    # tiny.py's shapes, so the compiled analysis programs are reused
     model = transformers.GPT2LMHeadModel(transformers.GPT2Config(
-        n_layer=2, n_embd=16, n_head=2, vocab_size=tok.vocab_size, n_positions=32))
+        n_layer=2, n_embd=16, n_head=2, vocab_size=tok.vocab_size, n_positions=24))
     folder = str(tmp_path / "hf_gpt2")
     model.save_pretrained(folder)
     tok.save(folder)
