@@ -60,9 +60,10 @@ def quiet_library_logs() -> None:
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
+    from mechjax.loaders.files import CheckpointError
     from mechjax.weights import WeightsError
     from mechjax.workdir import WorkdirError
-    return (ConfigError, WorkdirError, WeightsError)
+    return (ConfigError, WorkdirError, WeightsError, CheckpointError)
 
 
 USER_ERRORS = _user_errors()
