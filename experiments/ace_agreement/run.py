@@ -35,8 +35,9 @@ from mechjax.plots.save import save_figure
 from mechjax.sweep import log, run_sweep
 from mechjax.tasks import agreement as ag
 from mechjax.tasks import agreement_corpus as corpus
-from mechjax.timing import batched_over_seeds, loop_over_seeds
+from mechjax.timing import over_seeds
 from mechjax.train import make_train
+from mechjax.vectorize import resolve_analysis_vectorize
 
 from experiments.ace_agreement.schema import SCHEMA
 
@@ -56,14 +57,6 @@ class Family:
     test_lengths: np.ndarray  # [B]
     verb_ids: jax.Array       # [4] is, are, was, were
     params: dict | None = None  # {name: [n, ...]}; None until trained
-
-
-def resolve_vectorize(vectorize: str) -> str:
-    """``auto``: the per-seed loop on CPU, one vmapped program elsewhere. Measured on 2 CPU cores
-    (README, ace_agreement): the loop was faster there; batching fills an accelerator."""
-    if vectorize == "auto":
-        return "loop" if jax.default_backend() == "cpu" else "vmap"
-    return vectorize
 
 
 # ------------------------------------------------------------------------------------------------
@@ -152,25 +145,25 @@ def train(trainer, hparams, seeds, workdir: str, chunk_evals: int):
 
 
 def analyse(family: Family, vectorize: str, time_both: bool) -> tuple[ac.ModelResult, dict]:
-    """``analyse_model`` on every model of ``family`` (fields ``[n, ...]``) and the timings."""
+    """``analyse_model`` on every model of ``family`` (fields ``[n, ...]``) and the timings: in
+    the form ``timing.over_seeds`` picks (``ace/vectorize``), and with ``time_both`` also as one
+    vmapped program and as a per-seed loop, checked to agree."""
     cfg = family.cfg
     one = lambda p, tr, te, v: ac.analyse_model(p, tr, te, cfg, v)  # noqa: E731
     args = (family.params, family.train, family.test, family.verb_ids)
-    timing, out = {}, None
-    if time_both or vectorize == "vmap":
-        out, t = batched_over_seeds(one, *args)
-        timing.update({"ace/vmap_seconds": t["seconds"],
-                       "ace/vmap_compile_seconds": t["compile_seconds"]})
-    if time_both or vectorize == "loop":
-        loop, t = loop_over_seeds(one, *args)
-        timing.update({"ace/loop_seconds": t["seconds"],
-                       "ace/loop_compile_seconds": t["compile_seconds"]})
-        stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *loop)
-        if out is not None:
-            timing["ace/loop_matches_vmap"] = bool(np.allclose(
-                np.asarray(stacked.auc["flip"]), np.asarray(out.auc["flip"]), atol=1e-4))
-        if vectorize == "loop":
-            out = stacked
+    out, t = over_seeds(one, *args, vectorize=vectorize)
+    timing = {"ace/vectorize": t["vectorize"], "ace/seconds": t["seconds"],
+              "ace/compile_seconds": t["compile_seconds"]}
+    if time_both:
+        vmapped, t_vmap = over_seeds(one, *args, vectorize="vmap")
+        looped, t_loop = over_seeds(one, *args, vectorize="loop")
+        timing.update({"ace/vmap_seconds": t_vmap["seconds"],
+                       "ace/vmap_compile_seconds": t_vmap["compile_seconds"],
+                       "ace/loop_seconds": t_loop["seconds"],
+                       "ace/loop_compile_seconds": t_loop["compile_seconds"],
+                       "ace/loop_matches_vmap": bool(np.allclose(
+                           np.asarray(looped.auc["flip"]), np.asarray(vmapped.auc["flip"]),
+                           atol=1e-4))})
     log(f"ACE on {len(family.names)} model(s) x {cfg.n_layers} layers: "
         + ", ".join(f"{k.split('/')[1]} {v:.2f}s" for k, v in timing.items()
                     if isinstance(v, float)))
@@ -253,7 +246,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
             save_gpt2(os.path.join(workdir, "gpt2", name), own.cfg,
                       jax.tree.map(lambda x: np.asarray(x[i]), own.params), own.tokenizer)
 
-    vectorize = resolve_vectorize(config.ace.vectorize)
+    vectorize = resolve_analysis_vectorize(config.ace.vectorize)
     results, timings = [], {}
     for k, family in enumerate(families):
         out, t = analyse(family, vectorize, config.ace.time_both and k == 0 and trainer is not None)
@@ -328,7 +321,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append(f"{'seeds std':>16s} " + " ".join(
             f"{summary[k]['std']:>10.3f}" if summary[k]["std"] is not None else f"{'-':>10s}"
             for k in SUMMARY_KEYS))
-    for k in ("ace/vmap_seconds", "ace/loop_seconds", "train/seconds"):
+    for k in ("ace/seconds", "ace/vmap_seconds", "ace/loop_seconds", "train/seconds"):
         if k in summary:
             lines.append(f"{k}: {summary[k]:.1f}")
     return "\n".join(lines)

@@ -3,6 +3,7 @@ values; see ``mechjax.config_schema``)."""
 from mechjax.config_schema import (DataclassSection, Schema, Section, boolean, choice, fraction,
                                    hparams, integer, number, text)
 from mechjax.train import TrainConfig
+from mechjax.vectorize import ANALYSIS_VECTORIZE
 
 SCHEMA = Schema(
     "ace_agreement",
@@ -37,8 +38,9 @@ SCHEMA = Schema(
     hparams=hparams("lr", "weight_decay", "init_scale"),
     ace=Section(
         "rank-1 ACE at every layer's residual output, last prompt position",
-        vectorize=choice(("auto", "vmap", "loop"), "seeds as one vmapped program or a loop of "
-                         "one compiled single-seed program ('auto': see run.resolve_vectorize)"),
+        vectorize=choice(ANALYSIS_VECTORIZE, "seeds as one vmapped program or a loop of one "
+                         "compiled single-seed program ('auto': the loop on CPU, "
+                         "mechjax.vectorize)"),
         time_both=boolean("time the vmapped program and the per-seed loop (both run)"),
     ),
     generation=Section(
