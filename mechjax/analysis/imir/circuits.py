@@ -166,12 +166,17 @@ class Circuit:
     edges: tuple[tuple[str, str], ...]  # (reader, read) unit names
 
 
-def circuits(basis: Basis, us: Sequence[Unit]) -> tuple[list[Circuit], list[str]]:
-    """One ``Circuit`` per readout path with a kept unit, and the unread units."""
-    by_head: dict[Head, list[Unit]] = {}
+def _by_head(us: Sequence[Unit]) -> dict[Head, list[Unit]]:
+    out: dict[Head, list[Unit]] = {}
     for u in us:
         if u.owner is not None:
-            by_head.setdefault(u.owner, []).append(u)
+            out.setdefault(u.owner, []).append(u)
+    return out
+
+
+def circuits(basis: Basis, us: Sequence[Unit]) -> tuple[list[Circuit], list[str]]:
+    """One ``Circuit`` per readout path with a kept unit, and the unread units."""
+    by_head = _by_head(us)
     readouts: dict[tuple[int, ...], list[Unit]] = {}
     for u in us:
         if u.layer is None:
@@ -195,11 +200,8 @@ def circuits(basis: Basis, us: Sequence[Unit]) -> tuple[list[Circuit], list[str]
 
 def unit_edges(us: Sequence[Unit]) -> list[tuple[str, str]]:
     """Every (reader, read) pair among ``us`` (for the circuit diagram)."""
-    by_head: dict[Head, list[str]] = {}
-    for u in us:
-        if u.owner is not None:
-            by_head.setdefault(u.owner, []).append(u.name)
-    return list(dict.fromkeys((u.name, v) for u in us for h in u.reads
+    by_head = _by_head(us)
+    return list(dict.fromkeys((u.name, v.name) for u in us for h in u.reads
                               for v in by_head.get(h, [])))
 
 
