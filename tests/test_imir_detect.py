@@ -134,11 +134,13 @@ def test_units_kinds_and_circuits_of_a_two_hop_circuit_in_five_layers():
              "L3H0 O2|I_rare|O1",            # hop 2 reads hop 1's copy
              "U O4|I_rare",                  # copy readout of hop 2
              "L2H0 I|M^2|I",                 # a helper nobody reads
+             "L4H0 I|M|I",                   # previous-token score no match reads: helper
              "U I|C", "U I|J[common,common]"]
     us = cc.units(basis, [basis.index(n) for n in names])
     kinds = cc.classify(us)
     assert kinds == {"L0H0 I|M|I": "prev", "L1H0 I|I_t|O1": "match", "L3H0 O2|I_t|O1": "match",
-                     "U O4|I_t": "copy", "L2H0 I|M^2|I": "helper", "U I|C": "iwl",
+                     "U O4|I_t": "copy", "L2H0 I|M^2|I": "helper", "L4H0 I|M|I": "helper",
+                     "U I|C": "iwl",
                      "U I|J[common,common]": "helper"}
     circs, unread = cc.circuits(basis, us)
     by = {c.readout: c for c in circs}
@@ -146,7 +148,7 @@ def test_units_kinds_and_circuits_of_a_two_hop_circuit_in_five_layers():
     assert set(by["O4"].units) == {"U O4|I_t", "L3H0 O2|I_t|O1", "L1H0 I|I_t|O1", "L0H0 I|M|I"}
     assert ("L3H0 O2|I_t|O1", "L1H0 I|I_t|O1") in by["O4"].edges
     assert set(by["I"].units) == {"U I|C", "U I|J[common,common]"}
-    assert unread == ["L2H0 I|M^2|I"]
+    assert unread == ["L2H0 I|M^2|I", "L4H0 I|M|I"]
     # a match whose key is not a previous-token head's output is a helper
     us2 = cc.units(basis, [basis.index(n) for n in ["L1H0 I|I_rare|O1", "U O2|I_rare"]])
     assert set(cc.classify(us2).values()) == {"helper"}

@@ -10,8 +10,9 @@ several coordinates. Unit names read like coordinate names: ``L1H0 I|I_t|O1``, `
 
 **Canonical units** (alpha/beta/gamma/delta generalised to any depth, heads and hops):
 
-* ``prev`` (alpha): a score ``I|M|I`` (embedding against embedding, shift by one): a
-  previous-token head.
+* ``prev`` (alpha): a score ``I|M|I`` (embedding against embedding, shift by one) of a head
+  whose output a kept ``match`` reads on its key side: the previous-token head of an induction
+  circuit (an ``I|M|I`` nobody matches against is a positional helper).
 * ``match`` (beta): a score ``A|I_t|O_p`` at layer l whose key path is the output of one head
   ``p`` that has a kept ``prev`` unit, and whose query path A is the embedding (first hop) or the
   output of one head that has a kept ``match`` unit (a later hop reading what the previous hop
@@ -149,6 +150,12 @@ def classify(us: Sequence[Unit]) -> dict[str, str]:
         if u.path_q == tuple(0 for _ in u.path_q) or q in match_heads:
             kinds[u.name] = "match"
             match_heads.add(u.owner)
+    # a previous-token score is canonical only where a match reads its head's output (a later
+    # layer's I|M|I that no match reads is a positional helper)
+    read_by_match = {_single(u.path_k) for u in us if kinds.get(u.name) == "match"}
+    for u in us:
+        if kinds.get(u.name) == "prev" and u.owner not in read_by_match:
+            del kinds[u.name]
     for u in us:
         if u.layer is not None:
             continue

@@ -19,6 +19,7 @@ kept ones) and ``canonical`` (the kept canonical units only: the circuit without
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from typing import Mapping
 
@@ -74,18 +75,22 @@ def coord_norms(basis: Basis) -> np.ndarray:
     return np.sqrt(np.concatenate(parts))
 
 
-def model_fns(basis: Basis, batch: Batch):
-    """``(loss(theta), accuracy(theta))`` of the projected IMIR model on ``batch``."""
+@functools.lru_cache(maxsize=16)
+def model_fns(basis: Basis):
+    """``loss(theta, batch)``, ``accuracy(theta, batch)`` of the projected IMIR model and
+    ``path(theta, masks [m, n], batch) -> (loss [m], acc [m])``; one set per basis, so their
+    compilations serve every model of that basis."""
     cfg = imir_config(basis.frame)
     fixed = fixed_params(basis.frame)
 
-    def loss(theta):
+    def loss(theta, batch):
         return readout_loss({**fixed, **proj.weights(basis, theta)}, cfg, batch)
 
-    def acc(theta):
+    def acc(theta, batch):
         return readout_accuracy({**fixed, **proj.weights(basis, theta)}, cfg, batch)
 
-    return loss, acc
+    path = jax.jit(jax.vmap(lambda th, m, b: (loss(th * m, b), acc(th * m, b)), (None, 0, None)))
+    return loss, acc, path
 
 
 def effective_accuracy(eff: ex.Effective, basis: Basis, batch: Batch) -> float:
@@ -125,8 +130,8 @@ def detect(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch, tau: fl
                       f"manifold explains {explained['total']:.3f} of its KQ/unembedding "
                       "weights' squared norm; the circuit found is that of its projection",
                       ManifoldWarning, stacklevel=2)
-    loss, _ = model_fns(basis, batch)
-    elim = eliminate(loss, theta, tau, size=np.abs(np.asarray(theta)) * coord_norms(basis),
+    loss, _, path_fn = model_fns(basis)
+    elim = eliminate(loss, theta, tau, args=(batch,), size=np.abs(np.asarray(theta)) * coord_norms(basis),
                      exact_max=exact_max, screen=screen, refresh=refresh,
                      bulk_fraction=bulk_fraction, chunk=chunk, overshoot=overshoot)
     kept_units = cc.units(basis, np.flatnonzero(elim.kept))
@@ -135,7 +140,6 @@ def detect(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch, tau: fl
     n = basis.size
     canon = cc.mask_of(kept_units, n, [u for u, k in kinds.items() if k != "helper"])
     eval_batch = batch if eval_batch is None else eval_batch
-    e_loss, e_acc = model_fns(basis, eval_batch)
     masks = np.stack([np.ones(n, bool), elim.kept, canon])
     # the path: every removal when short, else evenly spaced points (and the stopping point)
     steps = np.unique(np.concatenate([
@@ -143,9 +147,8 @@ def detect(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch, tau: fl
         [elim.n_accepted]]).astype(int))
     path = np.stack([elim.mask_after(int(k)) for k in steps])
     th = jnp.asarray(theta)
-    run = jax.jit(jax.vmap(lambda m: (e_loss(th * m), e_acc(th * m))))
-    _, accs = run(jnp.asarray(masks, jnp.float32))
-    p_loss, p_acc = run(jnp.asarray(path, jnp.float32))
+    _, accs = path_fn(th, jnp.asarray(masks, jnp.float32), eval_batch)
+    p_loss, p_acc = path_fn(th, jnp.asarray(path, jnp.float32), eval_batch)
     accuracy = {"full": effective_accuracy(eff, basis, eval_batch),
                 "projected": float(accs[0]), "circuit": float(accs[1]),
                 "canonical": float(accs[2])}

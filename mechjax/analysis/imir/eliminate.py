@@ -22,13 +22,14 @@ coordinates, so two documented shortcuts apply above ``exact_max`` active coordi
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-LossOfTheta = Callable[[jax.Array], jax.Array]  # theta [n] -> scalar
+LossOfTheta = Callable[..., jax.Array]  # loss(theta [n], *args) -> scalar
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,19 +54,30 @@ class Elimination:
         return mask
 
 
-class _Evaluator:
-    """Jitted ``loss(theta * mask)`` for one mask and vmapped single ablations of a mask."""
+_JITTED: "weakref.WeakKeyDictionary[Callable, tuple]" = weakref.WeakKeyDictionary()
 
-    def __init__(self, loss: LossOfTheta, theta: jax.Array, chunk: int):
-        self.chunk = chunk
+
+def _compiled(loss: Callable) -> tuple[Callable, Callable]:
+    """One compilation per loss function, reused across models (theta and data are arguments)."""
+    if loss not in _JITTED:
+        _JITTED[loss] = (
+            jax.jit(lambda th, m, args: loss(th * m, *args)),
+            jax.jit(jax.vmap(lambda th, m, i, args: loss(th * m.at[i].set(0.0), *args),
+                             (None, None, 0, None))))
+    return _JITTED[loss]
+
+
+class _Evaluator:
+    """``loss(theta * mask)`` for one mask, and vmapped single ablations of a mask."""
+
+    def __init__(self, loss: Callable, theta: jax.Array, args: tuple, chunk: int):
+        self.chunk, self.theta, self.args = chunk, theta, args
         self.n_evals = 0
-        theta = jnp.asarray(theta)
-        self._one = jax.jit(lambda m: loss(theta * m))
-        self._many = jax.jit(jax.vmap(lambda m, i: loss(theta * m.at[i].set(0.0)), (None, 0)))
+        self._one, self._many = _compiled(loss)
 
     def one(self, mask: np.ndarray) -> float:
         self.n_evals += 1
-        return float(self._one(jnp.asarray(mask, jnp.float32)))
+        return float(self._one(self.theta, jnp.asarray(mask, jnp.float32), self.args))
 
     def ablations(self, mask: np.ndarray, idx: np.ndarray) -> np.ndarray:
         """Loss after removing each ``idx[j]`` alone from ``mask``."""
@@ -73,8 +85,10 @@ class _Evaluator:
         out = []
         for s in range(0, len(idx), self.chunk):
             part = idx[s: s + self.chunk]
+            # padded to one chunk size: one compilation for every call
             padded = np.concatenate([part, np.full(self.chunk - len(part), part[0])])
-            out.append(np.asarray(self._many(m, jnp.asarray(padded)))[: len(part)])
+            out.append(np.asarray(self._many(self.theta, m, jnp.asarray(padded),
+                                             self.args))[: len(part)])
         self.n_evals += len(idx)
         return np.concatenate(out).astype(np.float64)
 
@@ -101,10 +115,11 @@ def _bulk(ev: _Evaluator, mask: np.ndarray, size: np.ndarray, limit: float,
 def eliminate(loss: LossOfTheta, theta: jax.Array, tau: float, *,
               size: np.ndarray | None = None, exact_max: int = 512, screen: int = 32,
               refresh: int = 16, bulk_fraction: float = 0.25, chunk: int = 16,
-              overshoot: int = 0) -> Elimination:
+              overshoot: int = 0, args: tuple = ()) -> Elimination:
     """Greedy backward elimination (module docstring).
 
-    ``loss(theta [n]) -> scalar`` must be jittable; ``size [n]`` (the weight-space norm of each
+    ``loss(theta [n], *args) -> scalar`` must be jittable (``args``: its data, e.g. a batch;
+    passing it rather than closing over it lets one compilation serve many models); ``size [n]`` (the weight-space norm of each
     coordinate, ``|theta_i| sqrt(G_ii)``) orders the bulk pre-pass (default ``|theta_i|``).
     ``overshoot`` more removals past the budget are recorded for the accuracy-vs-size curve.
     """
@@ -113,7 +128,7 @@ def eliminate(loss: LossOfTheta, theta: jax.Array, tau: float, *,
     theta = jnp.asarray(theta, jnp.float32)
     n = theta.shape[0]
     size = np.abs(np.asarray(theta)) if size is None else np.asarray(size, np.float64)
-    ev = _Evaluator(loss, theta, chunk)
+    ev = _Evaluator(loss, theta, tuple(args), chunk)
     mask = np.ones(n, bool)
     loss0 = ev.one(mask)
     budget = loss0 + tau
