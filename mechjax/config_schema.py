@@ -229,6 +229,28 @@ class Schema(Section):
         head = f"{self.name} config file; override any key with --config.<key>=<value>."
         return "\n".join([head, *self.lines("")])
 
+    def key_at(self, path: str) -> "Key | None":
+        """The ``Key`` at a dotted ``path`` (``"hparams.lr"``), or None if it is none."""
+        node: Key | Section = self
+        for part in path.split("."):
+            node = node.keys.get(part) if isinstance(node, Section) else None
+            if node is None:
+                return None
+        return node if isinstance(node, Key) else None
+
+    def flag_error(self, argv: list[str], err: Exception) -> str:
+        """One line for an override that flag parsing itself refused (``--config.n_seeds=2.5``
+        for an int key: absl fails before the schema sees the value): the value and what the
+        schema allows there; the parser's own first line when no key of the schema is named."""
+        message = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        for arg in argv:
+            if arg.startswith("--config.") and "=" in arg:
+                path, value = arg[len("--config."):].split("=", 1)
+                key = self.key_at(path)
+                if key is not None and f"--config.{path}=" in message:
+                    return f"--config.{path}={value}: must be {key.allowed}"
+        return message.removeprefix("flag ")
+
     def override_error(self, argv: list[str]) -> str | None:
         """For a failed ``--config.a.b=v`` override: the first path that is no key of the
         schema, as one line listing what is allowed there (None if every path is a key)."""

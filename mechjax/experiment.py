@@ -76,9 +76,10 @@ def quiet_library_logs() -> None:
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
+    from mechjax.loaders.files import CheckpointError
     from mechjax.weights import WeightsError
     from mechjax.workdir import WorkdirError
-    return (ConfigError, WorkdirError, WeightsError)
+    return (ConfigError, WorkdirError, WeightsError, CheckpointError)
 
 
 USER_ERRORS = _user_errors()
@@ -121,7 +122,9 @@ def run_cli(run_fn, format_fn, main_file: str, schema: Schema,
 
     def parse(argv: list[str]) -> list[str]:
         try:
-            return app.parse_flags_with_usage(argv)
+            return flags.FLAGS(argv)
+        except flags.Error as err:  # a value the flag's own parser refused (2.5 for an int)
+            sys.exit(f"error: {schema.flag_error(argv, err)}")
         except (AttributeError, KeyError, TypeError, ValueError) as err:
             # ml_collections raises these from inside flag parsing for an override of a key
             # the config does not have; the schema says which keys exist.

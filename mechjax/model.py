@@ -200,26 +200,31 @@ def mlp(params: Params, layer: int, x: jax.Array, cfg: ModelConfig, hook: HookFn
     return out + params[pre + "b_out"] if cfg.use_bias else out
 
 
+def _sublayer(params: Params, prefix: str, ln: str, name: str, x: jax.Array, cfg: ModelConfig,
+              hook: HookFn, compute: Callable[[jax.Array], jax.Array],
+              dropout_key: jax.Array | None) -> jax.Array:
+    """``x`` plus one sublayer's output (``hook_{name}_out``), with its LayerNorm ``ln`` before
+    the sublayer (pre-LN) or after the addition (post-LN)."""
+    inp = _layer_norm(params, prefix + ln, x, cfg, hook) if cfg.normalization == "pre" else x
+    out = hook(f"{prefix}hook_{name}_out", _dropout(compute(inp), cfg.dropout, dropout_key))
+    x = x + out
+    if cfg.normalization == "post":
+        x = _layer_norm(params, prefix + ln, x, cfg, hook)
+    return x
+
+
 def block(params: Params, layer: int, x: jax.Array, cfg: ModelConfig, hook: HookFn,
           key: jax.Array | None = None) -> jax.Array:
     """One transformer block ``[b, p, d] -> [b, p, d]`` (pre-LN, post-LN or no normalization)."""
     pre = f"blocks.{layer}."
     k_attn, k_attn_out, k_mlp, k_mlp_out = _split(key, 4)
     x = hook(pre + "hook_resid_pre", x)
-    attn_in = _layer_norm(params, pre + "ln1.", x, cfg, hook) if cfg.normalization == "pre" else x
-    attn_out = attention(params, layer, attn_in, cfg, hook, k_attn)
-    attn_out = hook(pre + "hook_attn_out", _dropout(attn_out, cfg.dropout, k_attn_out))
-    x = x + attn_out
-    if cfg.normalization == "post":
-        x = _layer_norm(params, pre + "ln1.", x, cfg, hook)
+    x = _sublayer(params, pre, "ln1.", "attn", x, cfg, hook,
+                  lambda h: attention(params, layer, h, cfg, hook, k_attn), k_attn_out)
     x = hook(pre + "hook_resid_mid", x)
     if cfg.has_mlp(layer):
-        mlp_in = _layer_norm(params, pre + "ln2.", x, cfg, hook) if cfg.normalization == "pre" else x
-        mlp_out = mlp(params, layer, mlp_in, cfg, hook, k_mlp)
-        mlp_out = hook(pre + "hook_mlp_out", _dropout(mlp_out, cfg.dropout, k_mlp_out))
-        x = x + mlp_out
-        if cfg.normalization == "post":
-            x = _layer_norm(params, pre + "ln2.", x, cfg, hook)
+        x = _sublayer(params, pre, "ln2.", "mlp", x, cfg, hook,
+                      lambda h: mlp(params, layer, h, cfg, hook, k_mlp), k_mlp_out)
     return hook(pre + "hook_resid_post", x)
 
 

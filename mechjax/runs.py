@@ -100,10 +100,7 @@ class Run:
     @property
     def config(self) -> dict[str, Any] | None:
         """The experiment's config (``config.json`` of the workdir), None if it has none."""
-        for folder in (self.path, self.root):
-            if os.path.exists(os.path.join(folder, CONFIG_FILE)):
-                return _read_json(os.path.join(folder, CONFIG_FILE))
-        return None
+        return self._experiment_json(CONFIG_FILE)
 
     @property
     def model_cfg(self) -> ModelConfig:
@@ -129,9 +126,13 @@ class Run:
     @property
     def summary(self) -> dict[str, Any] | None:
         """The experiment's ``summary.json``; None while the run has not finished."""
+        return self._experiment_json(SUMMARY_FILE)
+
+    def _experiment_json(self, name: str) -> dict[str, Any] | None:
+        """A file the experiment writes beside its sweep (in the sweep's folder or the root)."""
         for folder in (self.path, self.root):
-            if os.path.exists(os.path.join(folder, SUMMARY_FILE)):
-                return _read_json(os.path.join(folder, SUMMARY_FILE))
+            if os.path.exists(os.path.join(folder, name)):
+                return _read_json(os.path.join(folder, name))
         return None
 
     # ---- metrics ---------------------------------------------------------------------------------

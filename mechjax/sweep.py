@@ -31,6 +31,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 from mechjax import distributed, watchdog
 from mechjax.train import Trainer, TrainState
 from mechjax.io import write_json, write_npz
+from mechjax.vectorize import resolve_vectorize
 from mechjax.workdir import SaveError
 
 SEED_AXIS = "seed"
@@ -73,23 +74,6 @@ def seed_mesh() -> jax.sharding.Mesh:
     vmapped program (seeds never interact, so no collectives are needed)."""
     return jax.make_mesh((jax.device_count(),), (SEED_AXIS,),
                          axis_types=(jax.sharding.AxisType.Auto,))
-
-
-VECTORIZE = ("auto", "vmap", "map")
-
-
-def resolve_vectorize(vectorize: str) -> str:
-    """``auto``: a per-device loop on CPUs, batching elsewhere.
-
-    Measured on 2 CPU cores at the Assign-and-Add size (BUILD_NOTES.md): 16 seeds by ``vmap``
-    ran at 0.85-0.90x the per-model speed of a sequential loop, by ``lax.map`` at 1.08x; on an
-    accelerator, batching the seeds is what fills the device.
-    """
-    if vectorize not in VECTORIZE:
-        raise ValueError(f"vectorize={vectorize!r}: allowed {VECTORIZE}")
-    if vectorize == "auto":
-        return "map" if jax.default_backend() == "cpu" else "vmap"
-    return vectorize
 
 
 def sweep_program(trainer: Trainer, chunk: int, mesh: jax.sharding.Mesh,

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from mechjax.sweep import seed_mesh, sweep_program
+from mechjax.vectorize import resolve_analysis_vectorize
 
 
 def timed_compile(fn: Callable[..., Any], *args: Any) -> tuple[Any, float]:
@@ -57,6 +58,24 @@ def loop_over_seeds(fn: Callable[..., Any], stacked: Any, *args: Any,
         outs.append(out)
         total += dt
     return outs, {"compile_seconds": compile_seconds, "seconds": total}
+
+
+def over_seeds(fn: Callable[..., Any], stacked: Any, *args: Any, vectorize: str = "auto",
+               ) -> tuple[Any, dict[str, Any]]:
+    """``fn(seed_params, *args)`` for every seed of ``stacked`` (leading axis ``n``), in the form
+    ``vectorize.resolve_analysis_vectorize`` picks for the backend: one vmapped program
+    (``batched_over_seeds``) or a loop of one compiled single-seed program (``loop_over_seeds``).
+
+    Returns ``(outputs [n, ...], {'vectorize', 'compile_seconds', 'seconds'})``: the same
+    stacked outputs either way.
+    """
+    mode = resolve_analysis_vectorize(vectorize)
+    if mode == "vmap":
+        out, t = batched_over_seeds(fn, stacked, *args)
+    else:
+        outs, t = loop_over_seeds(fn, stacked, *args)
+        out = jax.tree.map(lambda *xs: jnp.stack(xs), *outs)
+    return out, {"vectorize": mode, **t}
 
 
 def grid_vs_sequential(trainer, seeds: Sequence[int], grid: Mapping[str, jax.Array], steps: int,

@@ -45,6 +45,21 @@ def assert_refused_before_writing(run_fn, config, workdir, message):
     assert not os.path.exists(workdir)
 
 
+def run_and_read(run_fn, config, workdir, outputs=("checkpoints",), figures=()):
+    """``run_fn(config, workdir)``, then check that the run wrote its config, summary, metrics,
+    the other ``outputs`` (paths in the workdir) and non-empty ``figures``; returns
+    ``(returned summary, summary.json as saved)``."""
+    import json
+
+    summary = run_fn(config, str(workdir))
+    for name in ("config.json", "summary.json", "metrics.npz", *outputs):
+        assert os.path.exists(os.path.join(workdir, name)), name
+    for name in figures:
+        assert os.path.getsize(os.path.join(workdir, "figures", name)) > 1000, name
+    with open(os.path.join(workdir, "summary.json")) as f:
+        return summary, json.load(f)
+
+
 @pytest.fixture(scope="session")
 def quickstart_run(tmp_path_factory):
     """A finished tiny quickstart run of 5 seeds (so seeds 3 and 4 exist), made in a tmp dir."""

@@ -2,13 +2,12 @@
 configs."""
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
 import pytest
 
-from conftest import assert_refused_before_writing
+from conftest import assert_refused_before_writing, run_and_read
 from experiments.ace_grokking import run
 from experiments.ace_grokking.configs import tiny
 from mechjax.analysis.seeds import STAT_KEYS
@@ -23,15 +22,8 @@ REQUIRED = ("grok_epoch", "core_dim/at_grok", "core_dim/final_wd1", "core_dim/fi
 def test_tiny_end_to_end(tmp_path, capsys):
     config = tiny.get_config()
     workdir = str(tmp_path / "run")
-    summary = run.run(config, workdir)
+    summary, saved = run_and_read(run.run, config, workdir, figures=FIGURES)
     n = config.n_seeds
-
-    for name in ("config.json", "summary.json", "metrics.npz", "checkpoints"):
-        assert os.path.exists(os.path.join(workdir, name)), name
-    for name in FIGURES:
-        assert os.path.getsize(os.path.join(workdir, "figures", name)) > 1000, name
-    with open(os.path.join(workdir, "summary.json")) as f:
-        saved = json.load(f)
     for key in REQUIRED:
         assert set(saved[key]) == set(STAT_KEYS), key  # the common per-seed schema
         assert len(saved[key]["per_seed"]) == n, key

@@ -1,13 +1,10 @@
 """The Markov-cores experiment end to end at test size, and its refusal of bad configs."""
 from __future__ import annotations
 
-import json
-import os
-
 import numpy as np
 import pytest
 
-from conftest import assert_refused_before_writing
+from conftest import assert_refused_before_writing, run_and_read
 from experiments.ace_markov import run
 from experiments.ace_markov.configs import tiny
 from mechjax.analysis.seeds import STAT_KEYS
@@ -20,17 +17,8 @@ FIGURES = ("weight_cosine.png", "necessity_sufficiency.png", "projector_overlap.
 def test_tiny_end_to_end(tmp_path):
     config = tiny.get_config()
     workdir = str(tmp_path / "run")
-    summary = run.run(config, workdir)
+    summary, saved = run_and_read(run.run, config, workdir, figures=FIGURES)
     n = config.n_seeds
-
-    for name in ("config.json", "summary.json", "metrics.npz", "checkpoints"):
-        assert os.path.exists(os.path.join(workdir, name)), name
-    for name in FIGURES:
-        path = os.path.join(workdir, "figures", name)
-        assert os.path.getsize(path) > 1000, name
-
-    with open(os.path.join(workdir, "summary.json")) as f:
-        saved = json.load(f)
     for key in ("acc/full", "acc/core_only", "acc/core_removed", "r2_over_oracle"):
         assert set(saved[key]) == set(STAT_KEYS)
         assert len(saved[key]["per_seed"]) == n

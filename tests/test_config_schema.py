@@ -84,6 +84,18 @@ def test_help_documents_every_key_from_the_same_declaration():
     assert "model.d_vocab:" not in text  # fixed by the experiment
 
 
+def test_a_value_the_flag_parser_refuses_is_described_by_the_schema():
+    assert SCHEMA.key_at("task.p").allowed == "an integer >= 3"
+    assert SCHEMA.key_at("task") is None and SCHEMA.key_at("task.nope") is None
+    err = ValueError("flag --config.task.p=3.5: invalid literal for int() with base 10: '3.5'")
+    assert SCHEMA.flag_error(["--workdir=w", "--config.task.p=3.5"], err) == (
+        "--config.task.p=3.5: must be an integer >= 3")
+    # a flag that is no config key: the parser's own first line
+    other = ValueError("flag --overwrite=maybe: Non-boolean argument\nmore")
+    assert SCHEMA.flag_error(["--overwrite=maybe"], other) == (
+        "--overwrite=maybe: Non-boolean argument")
+
+
 def test_a_bad_override_path_names_the_allowed_keys():
     assert SCHEMA.override_error(["--config.task.p=3"]) is None
     assert SCHEMA.override_error(["--workdir=w", "--config.nope=1"]) == (
@@ -135,6 +147,8 @@ TINY = "--config=experiments/quickstart/configs/tiny.py"
     ([TINY, "--config.hparams.lr=-1"], "error: config.hparams.lr=-1.0: must be a finite "
                                        "number > 0"),
     (["--config=nope.py"], "error: --config=nope.py: cannot load it ([Errno 2] No such file"),
+    # refused by absl's int parser before the schema sees it: still the schema's words
+    ([TINY, "--config.n_seeds=2.5"], "error: --config.n_seeds=2.5: must be an integer >= 1"),
 ])
 def test_the_cli_refuses_bad_overrides_in_one_line_before_writing(tmp_path, args, expected):
     workdir = tmp_path / "run"

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import assert_refused_before_writing
+from conftest import assert_refused_before_writing, run_and_read
 from experiments.grokking_law import run
 from experiments.grokking_law.configs import tiny
 from mechjax.workdir import enable_compilation_cache
@@ -19,15 +19,10 @@ from mechjax.workdir import enable_compilation_cache
 def test_tiny_end_to_end(tmp_path):
     config = tiny.get_config()
     workdir = str(tmp_path / "run")
-    summary = run.run(config, workdir)
+    summary, saved = run_and_read(
+        run.run, config, workdir, figures=("grokking_law.png",),
+        outputs=("omega_sweep/checkpoints", "p_sweep/p5/checkpoints", "p_sweep/p7/checkpoints"))
     n = config.n_seeds
-
-    for name in ("config.json", "summary.json", "metrics.npz", "omega_sweep/checkpoints",
-                 "p_sweep/p5/checkpoints", "p_sweep/p7/checkpoints"):
-        assert os.path.exists(os.path.join(workdir, name)), name
-    assert os.path.getsize(os.path.join(workdir, "figures", "grokking_law.png")) > 1000
-    with open(os.path.join(workdir, "summary.json")) as f:
-        saved = json.load(f)
     for key in ("beta", "beta_r2", "Omega", "p_crit", "p_fit_r2", "never_grokked"):
         assert key in saved, key
     arrays = np.load(os.path.join(workdir, "metrics.npz"))

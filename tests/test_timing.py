@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import jax.numpy as jnp
 
-from mechjax.timing import batched_over_seeds, grid_vs_sequential, loop_over_seeds
+from mechjax.timing import batched_over_seeds, grid_vs_sequential, loop_over_seeds, over_seeds
 
 
 def test_batched_and_loop_give_each_seeds_result():
@@ -18,6 +18,18 @@ def test_batched_and_loop_give_each_seeds_result():
     for times in (t, t_loop):
         assert set(times) == {"compile_seconds", "seconds"}
         assert times["compile_seconds"] > 0 and times["seconds"] > 0
+
+
+def test_over_seeds_stacks_the_loop_like_the_vmap():
+    stacked = {"w": jnp.arange(12.0).reshape(3, 4)}
+    x = jnp.asarray([1.0, 2.0, 3.0, 4.0])
+    fn = lambda p, x: {"sum": (p["w"] * x).sum(), "w2": p["w"] * 2}  # noqa: E731
+    looped, t_loop = over_seeds(fn, stacked, x)  # auto: the loop on CPU
+    batched, t_vmap = over_seeds(fn, stacked, x, vectorize="vmap")
+    assert (t_loop["vectorize"], t_vmap["vectorize"]) == ("loop", "vmap")
+    np.testing.assert_allclose(looped["sum"], [20.0, 60.0, 100.0])
+    for k in ("sum", "w2"):
+        np.testing.assert_array_equal(looped[k], batched[k])
 
 
 def test_grid_vs_sequential_times_every_run_of_the_grid():

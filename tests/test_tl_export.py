@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import REFERENCE
+from conftest import require_reference
 from mechjax import hooks, runs, tl_export
 from mechjax.config import ModelConfig
 from mechjax.model import apply, init_params
@@ -64,9 +64,7 @@ def test_trained_quickstart_seed_matches_transformer_lens(quickstart_run, tmp_pa
 
 @needs_tl
 def test_assign_add_reference_weights_match_transformer_lens(tmp_path):
-    path = os.path.join(REFERENCE, "final.npz")
-    if not os.path.exists(path):
-        pytest.skip(f"Assign-and-Add reference weights not found at {path}")
+    path = os.path.join(require_reference(), "final.npz")
     from mechjax.weights import load_npz
     cfg = aa.model_config()  # 2 layers, no layer-0 MLP, no biases: exported as exact zeros
     params = load_npz(path, cfg)

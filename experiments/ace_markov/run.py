@@ -108,7 +108,8 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     test, inputs = ace_inputs(trainer, ace_cfg)
     by_tail = markov_cores.analyse_tails(
         params, inputs, cfg, ace_cfg["tails"], HOOK, float(ace_cfg["tau"]),
-        bool(ace_cfg["float64"]), ace_cfg["compare_dims"], ace_cfg["time_per_seed_loop"])
+        bool(ace_cfg["float64"]), ace_cfg["compare_dims"], ace_cfg["time_per_seed_loop"],
+        ace_cfg["vectorize"])
 
     primary, mats = by_tail[ace_cfg["tails"][0]]
     bayes = float(markov.bayes_accuracy(test["tokens"], test["labels"]))
@@ -154,7 +155,8 @@ def format_summary(summary: dict[str, Any]) -> str:
             lines.append(f"{k:>28s}: {block[k]['mean']:.4f} +- {block[k]['std']:.4f}")
         for k in ("core/rank3_fraction", "overlap/mean_offdiag", "overlap/chance",
                   "cca/mean_offdiag", "cca/top3_mean_offdiag", "weight_cosine/mean_offdiag",
-                  "eig/within_0.03_fraction", "ace/batched_seconds", "ace/per_seed_loop_seconds"):
+                  "eig/within_0.03_fraction", "ace/batched_seconds", "ace/per_seed_loop_seconds",
+                  "ace/vmap_seconds", "ace/loop_over_batched", "ace/loop_over_vmap"):
             if k in block:
                 lines.append(f"{k:>28s}: {block[k]:.4f}")
         lines.append(f"{'core/rank':>28s}: {list(map(int, block['core/rank']))}")

@@ -4,6 +4,7 @@ from mechjax.config import ModelConfig
 from mechjax.config_schema import (SEEDS, DataclassSection, Schema, Section, boolean, choice,
                                    fraction, hparams, integer, sequence)
 from mechjax.train import TrainConfig
+from mechjax.vectorize import ANALYSIS_VECTORIZE
 
 # The tails from the block output to what the Jacobians differentiate (``run.TAILS``).
 TAIL_NAMES = ("log_probs", "logits")
@@ -31,6 +32,10 @@ SCHEMA = Schema(
         jac_seed=integer("which pairs (the same for every model seed)", min=0),
         compare_dims=integer("core coordinates kept for CCA (<= model.d_model)"),
         float64=boolean("Gramians, balanced truncation and fits in float64"),
-        time_per_seed_loop=boolean("also time the same ACE as a Python loop over seeds"),
+        time_per_seed_loop=boolean("also time the same ACE as a per-seed loop and as one vmapped "
+                                   "program"),
+        vectorize=choice(ANALYSIS_VECTORIZE, "seeds as one vmapped program or a loop of one "
+                         "compiled single-seed program ('auto': the loop on CPU)",
+                         default="auto"),
     ),
 )

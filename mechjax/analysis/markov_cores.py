@@ -20,7 +20,7 @@ from mechjax.analysis.seeds import seed_stats
 from mechjax.config import ModelConfig
 from mechjax.sweep import log
 from mechjax.tasks import markov
-from mechjax.timing import batched_over_seeds, loop_over_seeds
+from mechjax.timing import batched_over_seeds, loop_over_seeds, over_seeds
 
 ACCURACIES = ("full", "core_only", "core_removed")
 
@@ -87,36 +87,43 @@ def summarize_cores(result: ace.Result, params: Mapping[str, jax.Array], compare
 def analyse_tails(params: Mapping[str, jax.Array], inputs: ace.Inputs, cfg: ModelConfig,
                   tails: Sequence[str], hook_name: str, tau: float, float64: bool,
                   compare_dims: int, time_per_seed_loop: bool = False,
+                  vectorize: str = "auto",
                   ) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
     """``{tail: summarize_cores(...)}`` with the ACE timings added to each summary: ACE on every
-    seed (``params [n, ...]``) as one batched call per tail.
+    seed (``params [n, ...]``) per tail, in the form ``timing.over_seeds`` picks for the backend
+    (``ace/vectorize``; its time ``ace/batched_seconds``).
 
-    With ``time_per_seed_loop`` the first tail also runs as a Python loop over seeds, for the
-    speed comparison (``ace/loop_over_batched``), and whether the two agree
-    (``ace/loop_matches_batched``).
+    With ``time_per_seed_loop`` the first tail also runs as a per-seed loop and as one vmapped
+    program, for the speed comparison (``ace/loop_over_batched``: loop time over the time of the
+    form used; ``ace/loop_over_vmap``), and whether they agree (``ace/loop_matches_batched``).
     """
     by_tail = {}
     with ace.precision(float64):
         for i, tail in enumerate(tails):
             log(f"ACE ({tail} tail): {inputs.tokens.shape[0]} sequences x "
-                f"{inputs.tokens.shape[1]} positions, S={len(inputs.jac_pos)}, one batched call")
+                f"{inputs.tokens.shape[1]} positions, S={len(inputs.jac_pos)}")
             pipe = ace.Pipeline(hook_name=hook_name, tail=tail, validation="hooks",
                                 identify="markov", tau=tau, float64=float64,
                                 keep_coords=compare_dims)
             one = lambda p, x, pipe=pipe: ace.analyse(p, x, cfg, pipe)  # noqa: E731
-            out, t = batched_over_seeds(one, params, inputs)
-            timing = {"ace/batched_compile_seconds": t["compile_seconds"],
+            out, t = over_seeds(one, params, inputs, vectorize=vectorize)
+            timing = {"ace/vectorize": t["vectorize"],
+                      "ace/batched_compile_seconds": t["compile_seconds"],
                       "ace/batched_seconds": t["seconds"]}
-            log(f"ACE batched: {t['seconds']:.1f}s (+{t['compile_seconds']:.1f}s compile)")
+            log(f"ACE over seeds ({t['vectorize']}): {t['seconds']:.1f}s "
+                f"(+{t['compile_seconds']:.1f}s compile)")
             if i == 0 and time_per_seed_loop:
-                loop, t = loop_over_seeds(one, params, inputs)
+                loop, t_loop = loop_over_seeds(one, params, inputs)
+                _, t_vmap = batched_over_seeds(one, params, inputs)
                 timing.update({
-                    "ace/per_seed_compile_seconds": t["compile_seconds"],
-                    "ace/per_seed_loop_seconds": t["seconds"],
-                    "ace/loop_over_batched": t["seconds"] / timing["ace/batched_seconds"],
+                    "ace/per_seed_compile_seconds": t_loop["compile_seconds"],
+                    "ace/per_seed_loop_seconds": t_loop["seconds"],
+                    "ace/vmap_seconds": t_vmap["seconds"],
+                    "ace/loop_over_batched": t_loop["seconds"] / t["seconds"],
+                    "ace/loop_over_vmap": t_loop["seconds"] / t_vmap["seconds"],
                     "ace/loop_matches_batched": loop_matches_batched(out, loop)})
-                log(f"ACE per-seed loop: {t['seconds']:.1f}s "
-                    f"(+{t['compile_seconds']:.1f}s compile)")
+                log(f"ACE per-seed loop: {t_loop['seconds']:.1f}s, one vmapped program: "
+                    f"{t_vmap['seconds']:.1f}s")
             stats, mats = summarize_cores(out, params, compare_dims, cfg.d_model)
             by_tail[tail] = ({**stats, **timing}, mats)
     return by_tail

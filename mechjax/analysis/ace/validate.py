@@ -31,20 +31,24 @@ def core_removed_hook(basis: Array) -> Callable[[Array], Array]:
 
 
 def centred_hook(basis: Array, mean: Array, mode: Literal["keep", "remove", "flip"],
-                 position: int = -1) -> Callable[[Array], Array]:
+                 position: int | Array = -1) -> Callable[[Array], Array]:
     """LLM intervention at one position, centred on the training mean ``mu`` (SPEC 2.2).
 
     ``x = h - mu``, ``xp = x Q Q^T``; keep ``x' = xp``; remove ``x' = x - xp``; flip
-    ``x' = x - 2 xp``; ``h <- x' + mu``. Acts on ``h [b, p, D]`` at ``position`` only.
+    ``x' = x - 2 xp``; ``h <- x' + mu``. Acts on ``h [b, p, D]`` at ``position`` only: an int
+    (the same for every row), or ``[b]`` ints, one per row (right-padded prompts of different
+    lengths end at different positions).
     """
     if mode not in ("keep", "remove", "flip"):
         raise ValueError(f"mode={mode!r}: allowed 'keep', 'remove', 'flip'")
 
     def fn(h):
-        x = h[:, position] - mean
+        rows = jnp.arange(h.shape[0])
+        pos = jnp.broadcast_to(jnp.asarray(position), rows.shape) % h.shape[1]
+        x = h[rows, pos] - mean
         xp = (x @ basis) @ basis.T
         new = {"keep": xp, "remove": x - xp, "flip": x - 2.0 * xp}[mode]
-        return h.at[:, position].set((new + mean).astype(h.dtype))
+        return h.at[rows, pos].set((new + mean).astype(h.dtype))
 
     return fn
 

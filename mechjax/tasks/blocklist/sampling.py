@@ -82,7 +82,12 @@ def _pick(draws: list[jax.Array], n: int) -> jax.Array:
         idx = jnp.argmax(avail & (rank == r)).astype(jnp.int32)
         return used.at[idx].set(True), idx
 
-    _, out = jax.lax.scan(body, jnp.zeros((n,), bool), jnp.stack(draws))
+    rs = jnp.stack(draws)
+    # The carry starts from the draws (all >= 0, so every entry is False) rather than a constant,
+    # so that under shard_map (run_sweep's seed axis) it has the draws' varying type, as the
+    # scan's output carry does.
+    used0 = jnp.zeros((n,), bool) | (rs[:1] < 0)
+    _, out = jax.lax.scan(body, used0, rs)
     return out
 
 

@@ -1,0 +1,210 @@
+"""Automatic circuit detection on the IMIR manifold (issue 15 part 2; SPEC 3.6).
+
+Per enabled setting (2-layer recall on in-context data, on in-weights data; 2-hop induction in
+5 layers): the theory's model (``imir_config``: frozen centred one-hot embeddings and
+block-swapping ``W_OV``, every entry of every ``W_KQ`` and ``W_U`` trained from small random
+weights, so off-manifold noise is present) is trained for ``n_seeds`` seeds in one program
+(``run_sweep``), then each seed's weights go through ``mechjax.analysis.imir.detect``: the
+explained fraction, greedy elimination to the budget ``tau``, units, circuits, canonical units
+vs helpers, accuracies of the full model, the circuit and the circuit without helpers.
+``--config.weights=FILE.npz`` detects a given model instead (read in ``weights_setting``'s
+frame), training nothing.
+
+Data flow: config -> build (every check, the weights file included) -> per setting: train ->
+detect per seed -> summary.json (per seed + seed_stats) and figures.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mechjax import experiment
+from mechjax.analysis.imir import basis as ib
+from mechjax.analysis.imir import circuits as cc
+from mechjax.analysis.imir import detect as dt
+from mechjax.analysis.imir import explain as ex
+from mechjax.analysis.seeds import format_stats, seed_stats
+from mechjax.config import ConfigError
+from mechjax.io import write_json
+from mechjax.plots import imir_detect as plots
+from mechjax.plots.save import save_figure
+from mechjax.sweep import log, run_sweep
+from mechjax.tasks import blocklist as bl
+from mechjax.train import TrainConfig, make_train
+from mechjax.weights import read_npz
+
+from experiments.imir_detect.schema import SCHEMA, SETTINGS
+
+# What "recovers the canonical coordinates" means per setting (docs: circuits.ABGD).
+EXPECTED = {"recall_icl": ("alpha", "beta", "gamma"), "recall_iwl": ("delta",)}
+STAT_KEYS = ("n_coordinates_total", "manifold_explained_fraction", "n_kept", "n_units",
+             "n_canonical", "n_helpers", "acc/full", "acc/projected", "acc/circuit",
+             "acc/circuit_without_helpers")
+
+
+def _spec(name: str, s: dict) -> bl.BlockListSpec:
+    try:
+        kind = "recall" if s["hops"] == 1 else "khop"
+        return bl.BlockListSpec(kind=kind, hops=s["hops"], n_common=s["n_common"],
+                                n_rare=s["n_rare"], n_blocks=s["n_blocks"])
+    except ValueError as err:
+        raise ConfigError(f"{name}: {err}") from None
+
+
+def setting(name: str, s: dict) -> dict:
+    """The setting's task spec, frame and basis."""
+    spec = _spec(name, s)
+    frame = ib.make_frame(ib.TokenStructure.from_spec(spec), spec.seq_len, s["n_layers"],
+                          s["n_heads"])
+    return {"name": name, "cfg": s, "spec": spec, "frame": frame, "basis": ib.make_basis(frame)}
+
+
+def build(config) -> dict:
+    """Every check before anything is computed (the weights file's shape included)."""
+    c = {k: experiment.as_dict(config[k]) if hasattr(config[k], "keys") else config[k]
+         for k in SCHEMA.keys}
+    dt.check_tau(c["tau"])
+    settings = {}
+    for name in SETTINGS:
+        s = c[name]
+        if s["steps"] % s["eval_every"]:
+            raise ConfigError(f"{name}.steps={s['steps']} must be a multiple of "
+                              f"{name}.eval_every={s['eval_every']}")
+        if s["enabled"] or (c["weights"] and name == c["weights_setting"]):
+            settings[name] = setting(name, s)
+    weights = None
+    if c["weights"]:
+        weights = read_npz(c["weights"])
+        target = settings[c["weights_setting"]]
+        try:
+            ex.check_shapes(ex.effective_weights(weights), target["frame"])
+        except ex.DetectError as err:
+            raise ConfigError(f"--config.weights={c['weights']}: {err}") from None
+    elif not any(c[n]["enabled"] for n in SETTINGS):
+        raise ConfigError("no setting is enabled and no --config.weights given: nothing to do")
+    return {"c": c, "settings": settings, "weights": weights}
+
+
+def train(st: dict, seeds: list[int], workdir: str) -> dict[str, np.ndarray]:
+    """All seeds of one setting in one program; returns trained params ``{name: [n_seeds, ..]}``."""
+    s, frame, spec = st["cfg"], st["frame"], st["spec"]
+    task = bl.blocklist_task(spec, s["batch_size"], eval_size=512)
+    trainer = make_train(task, ib.imir_config(frame),
+                         TrainConfig(steps=s["steps"], eval_every=s["eval_every"],
+                                     optimizer="adam"))
+    fixed = ib.fixed_params(frame)
+    shapes = {k: v.shape for k, v in ib.zero_trainables(frame).items()}
+
+    def init_state(key, hparams, seed_index):
+        ks = jax.random.split(jax.random.fold_in(key, 7), len(shapes))
+        w = {k: s["init_std"] * jax.random.normal(kk, shp) for (k, shp), kk in zip(shapes.items(), ks)}
+        return trainer.init_from_params(key, hparams, {**fixed, **w})
+
+    hp = {"lr": s["lr"], "task.f_r": s["f_r"], "task.f_v": s["f_v"]}
+    result = run_sweep(trainer, seeds, hp, os.path.join(workdir, st["name"]),
+                       init_state=init_state)
+    m = result.metrics_at(grid=0)
+    log(f"{st['name']}: final train loss per seed {np.round(m['train/loss'][:, -1], 3)}")
+    return {k: np.asarray(v) for k, v in result.params_at(grid=0).items()}
+
+
+def _batches(st: dict, d: dict, seed: int):
+    tp = {"f_r": jnp.float32(st["cfg"]["f_r"]), "f_v": jnp.float32(st["cfg"]["f_v"])}
+    return (bl.sample(st["spec"], jax.random.key(10_000 + seed), tp, d["batch_size"]),
+            bl.sample(st["spec"], jax.random.key(20_000 + seed), tp, d["eval_size"]))
+
+
+def detect_one(st: dict, params: dict, d: dict, tau: float, seed: int) -> dt.Detection:
+    batch, eval_batch = _batches(st, d, seed)
+    return dt.detect(params, st["basis"], batch, tau, eval_batch=eval_batch,
+                     exact_max=d["exact_max"], screen=d["screen"], refresh=d["refresh"],
+                     bulk_fraction=d["bulk_fraction"], overshoot=d["overshoot"],
+                     curve_points=d["curve_points"])
+
+
+def recovered(name: str, rep: dict) -> bool | None:
+    """Whether the setting's canonical coordinates survived (None where none is named)."""
+    if name in EXPECTED:
+        return set(EXPECTED[name]) <= set(rep["abgd_found"] or [])
+    return None
+
+
+def summarise(name: str, reports: list[dict], seeds: list[int]) -> dict:
+    out: dict[str, Any] = {"seeds": seeds, "per_seed": reports}
+    for k in STAT_KEYS:
+        out[k] = seed_stats([r[k] for r in reports])
+    rec = [recovered(name, r) for r in reports]
+    if rec[0] is not None:
+        out["canonical_recovered_all_seeds"] = all(rec)
+        out["canonical_recovered"] = rec
+    gap = [r["acc/full"] - r["acc/circuit"] for r in reports]
+    out["acc_gap_full_minus_circuit"] = seed_stats(gap)
+    out["n_circuits_with_4_canonical"] = seed_stats(
+        [sum(c["n_canonical"] >= 4 for c in r["circuits"]) for r in reports])
+    return out
+
+
+def figures(st: dict, dets: list[dt.Detection], fig_dir: str, seeds: list[int]) -> None:
+    name, f = st["name"], st["frame"]
+    for seed, det in zip(seeds, dets):
+        fig = plots.circuit_diagram(det.units, det.kinds, f.n_layers,
+                                    title=f"{name}, seed {seed}: kept units")
+        save_figure(fig, os.path.join(fig_dir, f"{name}_circuit_seed{seed}.png"))
+    fig = plots.accuracy_vs_kept([d.curve for d in dets], [f"seed {s}" for s in seeds],
+                                 title=f"{name}: accuracy along the elimination")
+    save_figure(fig, os.path.join(fig_dir, f"{name}_accuracy_vs_kept.png"))
+
+
+def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
+    config = SCHEMA.validate(config)
+    b = build(config)
+    c = b["c"]
+    experiment.start(workdir, config, overwrite)
+    seeds = experiment.seeds(config)
+    fig_dir = os.path.join(workdir, "figures")
+    summary: dict[str, Any] = {"tau": c["tau"]}
+    if b["weights"] is not None:
+        st = b["settings"][c["weights_setting"]]
+        det = detect_one(st, b["weights"], c["detect"], c["tau"], 0)
+        summary["weights"] = {"file": c["weights"], "setting": st["name"], **dt.report(det)}
+        figures(st, [det], fig_dir, [0])
+    else:
+        for name, st in b["settings"].items():
+            stacked = train(st, seeds, workdir)
+            dets = []
+            for i, seed in enumerate(seeds):
+                dets.append(detect_one(st, {k: v[i] for k, v in stacked.items()}, c["detect"],
+                                       c["tau"], seed))
+                log(f"{name} seed {seed}: kept {int(dets[-1].elimination.kept.sum())} "
+                    f"coordinates, acc full {dets[-1].accuracy['full']:.3f} circuit "
+                    f"{dets[-1].accuracy['circuit']:.3f}")
+            summary[name] = summarise(name, [dt.report(d) for d in dets], seeds)
+            figures(st, dets, fig_dir, seeds)
+    write_json(os.path.join(workdir, "summary.json"), summary)
+    return summary
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    lines = [f"tau: {summary['tau']}"]
+    if "weights" in summary:
+        w = summary["weights"]
+        lines += [f"{k:>32s}: {w[k]}" for k in ("file", "setting", *STAT_KEYS, "deviations",
+                                                 "abgd_found")]
+    for name in SETTINGS:
+        if name not in summary:
+            continue
+        s = summary[name]
+        lines.append(f"{name}:")
+        for k in (*STAT_KEYS, "acc_gap_full_minus_circuit", "n_circuits_with_4_canonical"):
+            lines.append(f"{k:>32s}: {format_stats(s[k])}")
+        if "canonical_recovered" in s:
+            lines.append(f"{'canonical_recovered':>32s}: {s['canonical_recovered']}")
+        for i, r in enumerate(s["per_seed"]):
+            lines.append(f"{'seed ' + str(s['seeds'][i]):>32s}: canonical "
+                         f"{[u for u, k in r['units'].items() if k != 'helper']} helpers "
+                         f"{[u for u, k in r['units'].items() if k == 'helper']}")
+    return "\n".join(lines)

@@ -1,0 +1,50 @@
+"""The imir_detect config: every key, what it means and what it allows (``configs/*.py`` give
+values; see ``mechjax.config_schema``)."""
+from mechjax.config_schema import (SEEDS, Schema, Section, boolean, choice, fraction, integer,
+                                   number, text)
+
+SETTINGS = ("recall_icl", "recall_iwl", "khop")
+UNIT = dict(zero_ok=True)
+
+
+def _setting(doc: str) -> Section:
+    return Section(
+        doc,
+        enabled=boolean("train and detect this setting"),
+        hops=integer("look-ups chained (1: associative recall, 2: 2-hop induction)", max=3),
+        n_layers=integer("attention layers"),
+        n_heads=integer("heads per layer"),
+        n_common=integer("common tokens", min=2), n_rare=integer("rare tokens", min=2),
+        n_blocks=integer("blocks per sequence", min=2),
+        f_r=fraction("rare-token fraction of the training data", **UNIT),
+        f_v=fraction("varied-answer fraction of the training data", **UNIT),
+        steps=integer("training steps"), eval_every=integer("steps between evaluations"),
+        lr=number("Adam learning rate", gt=0.0),
+        batch_size=integer("sequences per training step"),
+        init_std=number("std of every trained weight entry at step 0", ge=0.0),
+    )
+
+
+SCHEMA = Schema(
+    "imir_detect",
+    **SEEDS,
+    tau=number("loss budget: elimination stops before the loss exceeds "
+               "loss(projected model) + tau", gt=0.0),
+    weights=text("a .npz state dict to detect instead of training ('' = train)", default=""),
+    weights_setting=choice(SETTINGS, "the setting (task and frame) --config.weights is read in",
+                           default="recall_icl"),
+    recall_icl=_setting("2-layer associative recall, in-context data (alpha, beta, gamma)"),
+    recall_iwl=_setting("2-layer associative recall, in-weights data (delta)"),
+    khop=_setting("2-hop induction in 5 layers"),
+    detect=Section(
+        "the detector (mechjax.analysis.imir.detect)",
+        batch_size=integer("sequences whose loss drives the elimination"),
+        eval_size=integer("held-out sequences the accuracies are read on"),
+        exact_max=integer("exact greedy at or below this many active coordinates"),
+        screen=integer("candidates re-measured per step above exact_max"),
+        refresh=integer("steps between full re-measurements above exact_max"),
+        bulk_fraction=fraction("share of tau the bulk pre-pass may spend"),
+        overshoot=integer("removals recorded past the budget (accuracy curve)", min=0),
+        curve_points=integer("points of the accuracy-vs-kept curve", min=2),
+    ),
+)

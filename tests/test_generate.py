@@ -1,0 +1,75 @@
+"""Sampling with hooks, and the agreement steering/judging built on it."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from mechjax import generate as gen
+from mechjax.analysis import agreement_cores as ac
+from mechjax.analysis import agreement_generation as ag_gen
+from mechjax.loaders import gpt2_model_config
+from mechjax.model import apply, init_params
+
+VERBS = (3, 4, 5, 6)
+
+
+@pytest.fixture(scope="module")
+def model():
+    cfg = gpt2_model_config(n_layers=2, d_model=16, n_heads=2, d_vocab=12, n_ctx=10)
+    return cfg, init_params(jax.random.PRNGKey(0), cfg)
+
+
+def test_top_k_one_is_greedy_and_writes_after_each_prompt(model):
+    cfg, params = model
+    tokens = jnp.asarray(np.random.default_rng(0).integers(0, 12, (3, 10)), jnp.int32)
+    lengths = jnp.array([2, 5, 4])
+    out = np.asarray(gen.generate(gen.PlainLogits(cfg), params, tokens, lengths,
+                                  jax.random.PRNGKey(0), 3, 1.0, 1))
+    for row, ln in enumerate([2, 5, 4]):
+        np.testing.assert_array_equal(out[row, :ln], tokens[row, :ln])  # prompt kept
+        seq = list(np.asarray(tokens[row, :ln]))
+        for _ in range(3):  # greedy decoding, one token at a time
+            logits = apply(params, jnp.asarray([seq]), cfg)[0, -1]
+            seq.append(int(jnp.argmax(logits)))
+        assert list(out[row, :ln + 3]) == seq
+
+
+def test_sample_token_respects_top_k():
+    logits = jnp.tile(jnp.arange(10.0), (2000, 1))
+    draws = np.asarray(gen.sample_token(jax.random.PRNGKey(1), logits, 1.0, 3))
+    assert set(draws) == {7, 8, 9}
+
+
+def test_push_margin_reaches_the_opposite_sign_with_magnitude_target(model):
+    cfg, params = model
+    tokens = jnp.asarray(np.random.default_rng(2).integers(0, 12, (6, 10)), jnp.int32)
+    pos = jnp.array([1, 3, 5, 7, 8, 9])
+    ids = jnp.asarray(VERBS)
+    # a direction the margin responds to (as the core is): the mean margin gradient per layer
+    _, grad, _ = ac.read_layers(params, ac.Prompts(tokens, pos, None), cfg, ids)
+    q = grad.mean(1) / jnp.linalg.norm(grad.mean(1), axis=-1, keepdims=True)
+    for layer in (0, 1):
+        fn = ag_gen.PushMargin(cfg, VERBS, target=1.0, newton_steps=6)
+        args = (params, q, jnp.asarray(layer))
+        m0 = ac.margin(gen.PlainLogits(cfg)(params, tokens, pos), ids)
+        m1 = ac.margin(fn(args, tokens, pos), ids)
+        np.testing.assert_allclose(m1, -np.sign(m0), atol=1e-3)
+        # only the current position moves: the same push by hand gives the same logits
+        alpha, _ = fn.alpha(args, tokens, pos)
+        name = ac.resid_names(cfg)[layer]
+        rows = jnp.arange(6)
+        hook = {name: lambda h: h.at[rows, pos].add(alpha[:, None] * q[layer])}
+        manual = ac.last_logits(params, ac.Prompts(tokens, pos, None), cfg, hook)
+        np.testing.assert_allclose(fn(args, tokens, pos), manual, atol=1e-4)
+
+
+def test_slots_and_judge_on_hand_written_texts():
+    assert ag_gen.slots("The keys to the cabinet are here.") == [(1, 1)]
+    assert ag_gen.slots("In the past, the key near the doors were ready.") == [(0, 1)]
+    # the attractor is not a head noun; a sentence without head noun has no slot
+    assert ag_gen.slots("The boxes are here. We waited. The man is here") == [(0, 0)]
+    assert ag_gen.slots("The mice that I mentioned was<|endoftext|>The child is") == [(1, 0),
+                                                                                      (0, 0)]
+    judged = ag_gen.judge(["The keys are here.", "The key are here.", "We waited."])
+    assert judged == {"n_slots": 2, "agree": 0.5, "disagree": 0.5}
+    assert ag_gen.judge(["We waited."])["agree"] is None
