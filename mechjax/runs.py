@@ -29,7 +29,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from mechjax.config import ModelConfig
-from mechjax.sweep import METRICS_FILE, MODEL_FILE, SNAPSHOT_DIR, SWEEP_FILE, TRAIN_FILE
+from mechjax.snapshots import SNAPSHOT_DIR
+from mechjax.sweep import METRICS_FILE, MODEL_FILE, SWEEP_FILE, TRAIN_FILE
 from mechjax.train import TrainConfig
 from mechjax.workdir import CONFIG_FILE
 

@@ -8,7 +8,8 @@ import pytest
 
 from mechjax import runs
 from mechjax.config import ModelConfig
-from mechjax.sweep import SnapshotPolicy, run_sweep
+from mechjax.snapshots import SnapshotPolicy
+from mechjax.sweep import run_sweep
 from mechjax.tasks import modular
 from mechjax.train import TrainConfig, make_train
 

@@ -9,7 +9,8 @@ import orbax.checkpoint as ocp
 import pytest
 
 from conftest import PYTHON, run_module_env
-from mechjax.sweep import SnapshotPolicy, grid_product, run_sweep, start_from
+from mechjax.snapshots import start_from
+from mechjax.sweep import grid_product, run_sweep
 from mechjax.tasks import modular
 from mechjax.config import ModelConfig
 from mechjax.train import TrainConfig, make_train
@@ -193,15 +194,3 @@ def test_init_state_gets_the_seed_index():
     assert seen == [()]  # traced once, per seed and grid point
     for k, v in stacked.items():
         np.testing.assert_allclose(res.params_at(grid=0)[k], v, atol=1e-7, err_msg=k)
-
-
-def test_snapshot_policy_steps():
-    cfg = TrainConfig(steps=55, eval_every=10)  # 6 evaluations, chunks of 2: steps 20, 40, 55
-    assert SnapshotPolicy().steps_to_save(cfg, 2) == [55]
-    assert SnapshotPolicy(every_chunks=2, steps=(0, 20)).steps_to_save(cfg, 2) == [0, 20, 40, 55]
-    assert SnapshotPolicy(steps=(40,), final=False).steps_to_save(cfg, 2) == [40]
-    with pytest.raises(ValueError, match=r"steps \[30\] do not end a chunk; allowed: 0 and "
-                                         r"\[20, 40, 55\]"):
-        SnapshotPolicy(steps=(30,)).steps_to_save(cfg, 2)
-    with pytest.raises(ValueError, match="every_chunks=0"):
-        SnapshotPolicy(every_chunks=0).steps_to_save(cfg, 2)

@@ -29,7 +29,8 @@ from mechjax.analysis.seeds import format_stats
 from mechjax.config import ConfigError
 from mechjax.plots import grokking as plots
 from mechjax.plots.save import save_figure
-from mechjax.sweep import SnapshotPolicy, log, run_sweep, start_from
+from mechjax.snapshots import SnapshotPolicy, start_from
+from mechjax.sweep import log, run_sweep
 from mechjax.tasks import modular
 from mechjax.train import make_train
 from mechjax.io import write_json, write_npz

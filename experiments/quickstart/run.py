@@ -14,7 +14,8 @@ from mechjax.analysis.seeds import seed_stats
 from mechjax.io import write_json
 from mechjax.plots import curves, heatmaps
 from mechjax.plots.save import save_figure
-from mechjax.sweep import SnapshotPolicy, log, run_sweep
+from mechjax.snapshots import SnapshotPolicy
+from mechjax.sweep import log, run_sweep
 from mechjax.tasks import modular
 from mechjax.train import make_train
 
