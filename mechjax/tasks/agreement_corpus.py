@@ -22,13 +22,12 @@ import dataclasses
 import random
 from typing import Sequence
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from mechjax.loaders.tokenizer import END_OF_TEXT, UNKNOWN, Tokenizer, build_word_level
 from mechjax.tasks import agreement as ag
-from mechjax.tasks.base import Batch, Sampler, Task, fixed_dataset_sampler
+from mechjax.tasks.base import Task, fixed_dataset_sampler
 
 # After the verb: words that carry no grammatical number.
 CONTINUATIONS = ("here", "on the shelf", "in the hall", "very old", "quite small", "ready",
@@ -120,23 +119,6 @@ def encode_corpus(texts: Sequence[str], tokenizer: Tokenizer, n_ctx: int) -> Cor
     return CorpusArrays(rows[:, :-1], rows[:, 1:], weights)
 
 
-def row_sampler(rows: dict[str, jax.Array], batch_size: int) -> Sampler:
-    """Minibatches of ``batch_size`` rows drawn uniformly with replacement from ``rows``
-    (``{'tokens', 'labels', 'weights'}: [n, n_ctx]``). Why not ``fixed_dataset_sampler``: its
-    per-step permutation of all n rows cost about as much as the step itself at n = 20000 on
-    CPU; with n much larger than the batch, repeats within a batch are rare."""
-    n = rows["tokens"].shape[0]
-    if not 0 < batch_size <= n:
-        raise ValueError(f"batch_size={batch_size} must be in [1, {n}] for a corpus of {n} rows")
-
-    def sample(key: jax.Array, task_params) -> Batch:
-        del task_params
-        idx = jax.random.randint(key, (batch_size,), 0, n)
-        return {k: v[idx] for k, v in rows.items()}
-
-    return sample
-
-
 def make_task(tokenizer: Tokenizer, train_combinations: Sequence[ag.Combination],
               test_combinations: Sequence[ag.Combination], n_sentences: int, n_eval: int,
               filler_fraction: float, batch_size: int, n_ctx: int, seed: int) -> Task:
@@ -151,7 +133,9 @@ def make_task(tokenizer: Tokenizer, train_combinations: Sequence[ag.Combination]
     tr, te = as_j(train), as_j(test)
     pool = lambda d, n: fixed_dataset_sampler(d["tokens"][:n], d["labels"][:n],  # noqa: E731
                                               weights=d["weights"][:n])
-    return Task(name="agreement_lm", sample=row_sampler(tr, batch_size),
+    sample = fixed_dataset_sampler(tr["tokens"], tr["labels"], batch_size, tr["weights"],
+                                   replace=True)
+    return Task(name="agreement_lm", sample=sample,
                 eval_pools={"train": pool(tr, n_eval), "test": pool(te, n_eval)},
                 readout=None, seq_len=n_ctx, vocab_size=tokenizer.vocab_size,
                 vocab_out=tokenizer.vocab_size)
@@ -159,4 +143,4 @@ def make_task(tokenizer: Tokenizer, train_combinations: Sequence[ag.Combination]
 
 __all__ = ["CONTINUATIONS", "CorpusArrays", "FILLER_SUBJECTS", "FILLER_TAILS", "FILLER_VERBS",
            "agreement_sentence", "build_tokenizer", "corpus_texts", "encode_corpus",
-           "filler_sentence", "make_task", "row_sampler", "vocabulary_texts"]
+           "filler_sentence", "make_task", "vocabulary_texts"]

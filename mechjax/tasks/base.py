@@ -47,11 +47,14 @@ class Task:
 
 
 def fixed_dataset_sampler(tokens: jax.Array, labels: jax.Array, batch_size: int | None = None,
-                          weights: jax.Array | None = None) -> Sampler:
+                          weights: jax.Array | None = None, replace: bool = False) -> Sampler:
     """Sampler over a fixed dataset: the full batch (``batch_size=None``) or random minibatches.
 
     Minibatches are drawn with replacement-free shuffles per call, which is what a PyTorch
-    ``DataLoader(shuffle=True)`` epoch approximates one batch at a time.
+    ``DataLoader(shuffle=True)`` epoch approximates one batch at a time. ``replace=True`` draws
+    the rows uniformly with replacement instead: for a large dataset the per-step permutation of
+    all n rows costs about as much as a small model's step (measured at n = 20000 on CPU), and
+    with n much larger than the batch, repeats within a batch are rare.
     """
     n = tokens.shape[0]
     if batch_size is not None and not 0 < batch_size <= n:
@@ -64,7 +67,8 @@ def fixed_dataset_sampler(tokens: jax.Array, labels: jax.Array, batch_size: int 
             batch["weights"] = weights
         if batch_size is None:
             return batch
-        idx = jax.random.permutation(key, n)[:batch_size]
+        idx = (jax.random.randint(key, (batch_size,), 0, n) if replace
+               else jax.random.permutation(key, n)[:batch_size])
         return {k: v[idx] for k, v in batch.items()}
 
     return sample
