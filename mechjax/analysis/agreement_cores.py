@@ -20,6 +20,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.stats
 
 from mechjax.analysis.ace.extract import Gramians, covariance, extract_from_gramians
 from mechjax.analysis.ace.validate import centred_hook
@@ -172,18 +173,8 @@ def selected_coords(result: ModelResult) -> np.ndarray:
 
 def spearman_matrix(z: np.ndarray) -> np.ndarray:
     """Spearman rank correlations between the rows of ``z [n, B]`` (mid-ranks for ties):
-    ``[n, n]``."""
-    ranks = np.stack([_mid_ranks(row) for row in np.asarray(z, float)])
-    return np.corrcoef(ranks)
-
-
-def _mid_ranks(x: np.ndarray) -> np.ndarray:
-    order = np.argsort(x, kind="stable")
-    ranks = np.empty(len(x), float)
-    ranks[order] = np.arange(1, len(x) + 1)
-    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
-    sums = np.bincount(inverse, weights=ranks)
-    return (sums / counts)[inverse]
+    ``[n, n]``. ``scipy`` comes with jax."""
+    return np.corrcoef(scipy.stats.rankdata(np.asarray(z, float), method="average", axis=1))
 
 
 __all__ = ["MODES", "ModelResult", "Prompts", "analyse_model", "intervened_margins",
