@@ -2,15 +2,19 @@
 
 Used by the trainer when a task reads one position (``Task.readout`` is an int) and the model
 allows it (``applies(cfg)``); ``tests/test_fastpath.py`` checks loss and gradients against the
-full ``mechjax.model.forward``. Two shortcuts:
+full ``mechjax.model.forward``, with and without dropout. Two shortcuts:
 
-1. First layer without normalization: its input is ``W_E[tokens] + W_pos``, so every linear map of
-   it is a table lookup, ``x0 @ M = (W_E @ M)[tokens] + W_pos @ M``. Queries, keys and the
-   output-value product ``W_V W_O`` become [d_vocab, ...] tables computed once per step instead of
-   per token.
+1. First layer without a LayerNorm before it (no normalization, or post-LN): its input is
+   ``W_E[tokens] + W_pos``, so every linear map of it is a table lookup,
+   ``x0 @ M = (W_E @ M)[tokens] + W_pos @ M``. Queries, keys and the output-value product
+   ``W_V W_O`` become [d_vocab, ...] tables computed once per step instead of per token.
 2. Last layer read at one position: only that query is needed. Keys fold into the query
    (``q K^T = (q W_K^T) X^T``) and values into the output (``A (X W_V) W_O = (A X)(W_V W_O)``), so
-   no per-position key or value is ever formed, and the MLP and unembedding run on one row.
+   no per-position key or value is ever formed, and the MLP, the LayerNorms and the unembedding
+   run on one row.
+
+Dropout draws the full forward's masks (same keys, same shapes) and keeps the read row, so a
+training step is the one ``forward`` would take, not merely one with the same statistics.
 """
 from __future__ import annotations
 
@@ -18,13 +22,16 @@ import jax
 import jax.numpy as jnp
 
 from mechjax.config import ModelConfig
-from mechjax.model import Params, _identity_hook, block, embed, mlp, unembed
+from mechjax.model import (DropFn, Params, _dropout, _identity_hook, _layer_norm, _split,
+                           _sublayer, block, embed, mlp, unembed)
 
 
 def applies(cfg: ModelConfig, dropout_active: bool = False) -> bool:
-    """Whether ``readout_logits`` computes exactly what ``forward`` does for this config."""
-    return (cfg.normalization == "none" and not cfg.merged_kq and not cfg.merged_ov
-            and not (dropout_active and cfg.dropout > 0))
+    """Whether ``readout_logits`` computes exactly what ``forward`` does for this config
+    (any normalization, with or without dropout; not the merged KQ / OV maps of the IMIR
+    models). ``dropout_active`` is kept for callers that ask about training."""
+    del dropout_active  # dropout is reproduced exactly (module docstring)
+    return not cfg.merged_kq and not cfg.merged_ov
 
 
 def _table(params: Params, w: jax.Array, tokens: jax.Array, cfg: ModelConfig) -> jax.Array:
@@ -35,8 +42,9 @@ def _table(params: Params, w: jax.Array, tokens: jax.Array, cfg: ModelConfig) ->
     return out
 
 
-def _first_attention(params: Params, tokens: jax.Array, cfg: ModelConfig) -> jax.Array:
-    """Layer-0 attention output ``[b, p, d]`` from embedding tables."""
+def _first_attention(params: Params, tokens: jax.Array, cfg: ModelConfig,
+                     key: jax.Array | None = None) -> jax.Array:
+    """Layer-0 attention output ``[b, p, d]`` from embedding tables (``key``: pattern dropout)."""
     pre = "blocks.0.attn."
     w_vo = jnp.einsum("hde,hef->hdf", params[pre + "W_V"], params[pre + "W_O"])
     q = _table(params, params[pre + "W_Q"], tokens, cfg)
@@ -49,51 +57,96 @@ def _first_attention(params: Params, tokens: jax.Array, cfg: ModelConfig) -> jax
     n_pos = tokens.shape[1]
     if cfg.causal:
         scores = jnp.where(jnp.tril(jnp.ones((n_pos, n_pos), bool)), scores, -jnp.inf)
-    pattern = jax.nn.softmax(scores, axis=-1)
-    out = jnp.einsum("bhqk,bkhd->bqd", pattern, vo)
+    pattern = _dropout(jax.nn.softmax(scores, axis=-1), cfg.dropout, key)
+    out = jnp.einsum("bhqk,bkhd->bqd", pattern, vo)  # b_V rides in vo: exact under dropout too
     return out + params[pre + "b_O"] if cfg.use_bias else out
 
 
-def _last_layer_at(params: Params, layer: int, x: jax.Array, position: int,
-                   cfg: ModelConfig) -> jax.Array:
+def _row_of(full_shape: tuple[int, ...], axis: int, index: int) -> DropFn:
+    """Dropout of one slice of a tensor of ``full_shape``: the full draw's mask at ``index`` of
+    ``axis``, so the kept entries are the ones ``forward``'s dropout keeps."""
+    def drop(x: jax.Array, rate: float, key: jax.Array | None) -> jax.Array:
+        if key is None or rate == 0.0:
+            return x
+        keep = jnp.take(jax.random.bernoulli(key, 1.0 - rate, full_shape), index, axis=axis)
+        return jnp.where(keep, x / (1.0 - rate), 0.0)
+    return drop
+
+
+def _last_layer_at(params: Params, layer: int, x: jax.Array, position: int, cfg: ModelConfig,
+                   key: jax.Array | None = None) -> jax.Array:
     """Residual after ``layer`` at one position ``[b, d]``, from its input ``x [b, p, d]``."""
-    pre = f"blocks.{layer}.attn."
-    xq = x[:, position]
-    keys = x[:, : position + 1] if cfg.causal else x
-    q = jnp.einsum("bd,hde->bhe", xq, params[pre + "W_Q"])
+    pre = f"blocks.{layer}."
+    k_attn, k_attn_out, k_mlp, k_mlp_out = _split(key, 4)
+    batch, n_pos, d_model = x.shape
+    row = lambda *tail: _row_of((batch, n_pos) + tail, 1, position)
+    inp = _layer_norm(params, pre + "ln1.", x, cfg, _identity_hook) \
+        if cfg.normalization == "pre" else x
+    n_keys = position + 1 if cfg.causal else n_pos
+    keys = inp[:, :n_keys]
+    q = jnp.einsum("bd,hde->bhe", inp[:, position], params[pre + "attn.W_Q"])
     if cfg.use_bias:
-        q = q + params[pre + "b_Q"]  # b_K adds the same score to every key: softmax ignores it
-    u = jnp.einsum("bhe,hde->bhd", q, params[pre + "W_K"])
+        q = q + params[pre + "attn.b_Q"]  # b_K adds the same score to every key: softmax ignores it
+    u = jnp.einsum("bhe,hde->bhd", q, params[pre + "attn.W_K"])
     pattern = jax.nn.softmax(jnp.einsum("bhd,bkd->bhk", u, keys) / cfg.scale, axis=-1)
+    pattern_drop = _row_of((batch, cfg.n_heads, n_pos, n_pos), 2, position)
+    pattern = pattern_drop(jnp.pad(pattern, ((0, 0), (0, 0), (0, n_pos - n_keys))),
+                           cfg.dropout, k_attn)[..., :n_keys]
     mixed = jnp.einsum("bhk,bkd->bhd", pattern, keys)
-    w_vo = jnp.einsum("hde,hef->hdf", params[pre + "W_V"], params[pre + "W_O"])
+    w_vo = jnp.einsum("hde,hef->hdf", params[pre + "attn.W_V"], params[pre + "attn.W_O"])
     out = jnp.einsum("bhd,hdf->bf", mixed, w_vo)
-    if cfg.use_bias:  # rows of the pattern sum to one, so b_V passes through unchanged
-        out = out + jnp.einsum("he,hed->d", params[pre + "b_V"], params[pre + "W_O"])
-        out = out + params[pre + "b_O"]
-    resid = xq + out
+    if cfg.use_bias:  # b_V enters weighted by each row's (dropped-out) pattern mass
+        b_vo = jnp.einsum("he,hed->hd", params[pre + "attn.b_V"], params[pre + "attn.W_O"])
+        out = out + jnp.einsum("bh,hd->bd", pattern.sum(-1), b_vo) + params[pre + "attn.b_O"]
+    resid = _add_and_norm(params, pre + "ln1.", x[:, position],
+                          row(d_model)(out, cfg.dropout, k_attn_out), cfg)
     if cfg.has_mlp(layer):
-        resid = resid + mlp(params, layer, resid, cfg, _identity_hook)
+        inp = _layer_norm(params, pre + "ln2.", resid, cfg, _identity_hook) \
+            if cfg.normalization == "pre" else resid
+        out = mlp(params, layer, inp, cfg, _identity_hook, k_mlp, drop=row(cfg.d_mlp))
+        resid = _add_and_norm(params, pre + "ln2.", resid,
+                              row(d_model)(out, cfg.dropout, k_mlp_out), cfg)
     return resid
 
 
-def readout_logits(params: Params, tokens: jax.Array, cfg: ModelConfig,
-                   position: int) -> jax.Array:
+def _add_and_norm(params: Params, ln: str, resid: jax.Array, out: jax.Array,
+                  cfg: ModelConfig) -> jax.Array:
+    """``resid + out``, through the LayerNorm ``ln`` when the model is post-LN."""
+    resid = resid + out
+    return _layer_norm(params, ln, resid, cfg, _identity_hook) \
+        if cfg.normalization == "post" else resid
+
+
+def readout_logits(params: Params, tokens: jax.Array, cfg: ModelConfig, position: int,
+                   key: jax.Array | None = None) -> jax.Array:
     """Logits ``[b, d_vocab_out]`` at ``position`` (static int, may be negative).
 
-    Equal to ``forward(params, tokens, cfg)[:, position]`` whenever ``applies(cfg)``.
+    Equal to ``forward(params, tokens, cfg, key=key)[:, position]`` whenever ``applies(cfg)``
+    (``key``: dropout on, with the same masks as ``forward``).
     """
     if not applies(cfg):
-        raise ValueError("fast readout needs normalization='none' and separate Q/K/V/O matrices")
+        raise ValueError("fast readout needs separate Q/K/V/O matrices (not merged_kq/merged_ov)")
     n_pos = tokens.shape[1]
     position = position % n_pos
     last = cfg.n_layers - 1
-    if last == 0:
-        x = embed(params, tokens, cfg, _identity_hook)
-    else:
-        x = embed(params, tokens, cfg, _identity_hook) + _first_attention(params, tokens, cfg)
-        if cfg.has_mlp(0):
-            x = x + mlp(params, 0, x, cfg, _identity_hook)
-        for layer in range(1, last):
-            x = block(params, layer, x, cfg, _identity_hook)
-    return unembed(params, _last_layer_at(params, last, x, position, cfg), cfg, _identity_hook)
+    keys = _split(key, cfg.n_layers)
+    x = embed(params, tokens, cfg, _identity_hook)
+    for layer in range(last):
+        if layer == 0 and cfg.normalization != "pre":
+            x = _first_block(params, tokens, x, cfg, keys[0])
+        else:
+            x = block(params, layer, x, cfg, _identity_hook, keys[layer])
+    resid = _last_layer_at(params, last, x, position, cfg, keys[last])
+    return unembed(params, resid, cfg, _identity_hook)
+
+
+def _first_block(params: Params, tokens: jax.Array, x: jax.Array, cfg: ModelConfig,
+                 key: jax.Array | None) -> jax.Array:
+    """``model.block`` for layer 0 with its attention read from embedding tables."""
+    k_attn, k_attn_out, k_mlp, k_mlp_out = _split(key, 4)
+    x = _sublayer(params, "blocks.0.", "ln1.", "attn", x, cfg, _identity_hook,
+                  lambda _: _first_attention(params, tokens, cfg, k_attn), k_attn_out)
+    if cfg.has_mlp(0):
+        x = _sublayer(params, "blocks.0.", "ln2.", "mlp", x, cfg, _identity_hook,
+                      lambda h: mlp(params, 0, h, cfg, _identity_hook, k_mlp), k_mlp_out)
+    return x

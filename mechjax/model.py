@@ -145,6 +145,9 @@ def _dropout(x: jax.Array, rate: float, key: jax.Array | None) -> jax.Array:
     return jnp.where(keep, x / (1.0 - rate), 0.0)
 
 
+DropFn = Callable[[jax.Array, float, "jax.Array | None"], jax.Array]
+
+
 def _split(key: jax.Array | None, n: int) -> list[jax.Array | None]:
     return [None] * n if key is None else list(jax.random.split(key, n))
 
@@ -188,14 +191,17 @@ def attention(params: Params, layer: int, x: jax.Array, cfg: ModelConfig, hook: 
 
 
 def mlp(params: Params, layer: int, x: jax.Array, cfg: ModelConfig, hook: HookFn,
-        key: jax.Array | None = None) -> jax.Array:
-    """The layer's MLP. ``x [..., d]`` -> ``mlp_out [..., d]``."""
+        key: jax.Array | None = None, drop: DropFn | None = None) -> jax.Array:
+    """The layer's MLP. ``x [..., d]`` -> ``mlp_out [..., d]``.
+
+    ``drop`` replaces the hidden layer's dropout (``mechjax.fastpath`` runs one row of a wider
+    batch and needs that row's mask of the full-width draw)."""
     pre = f"blocks.{layer}.mlp."
     h = x @ params[pre + "W_in"]
     if cfg.use_bias:
         h = h + params[pre + "b_in"]
     h = hook(pre + "hook_post", _act(cfg, hook(pre + "hook_pre", h)))
-    h = _dropout(h, cfg.dropout, key)
+    h = (drop or _dropout)(h, cfg.dropout, key)
     out = h @ params[pre + "W_out"]
     return out + params[pre + "b_out"] if cfg.use_bias else out
 

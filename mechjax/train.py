@@ -171,7 +171,7 @@ class Trainer:
         """Logits where the task's labels are read: ``[b, v]`` (readout) or ``[b, p, v]``."""
         readout = self.task.readout
         if readout is not None and self.use_fastpath:
-            return fastpath.readout_logits(params, tokens, self.model_cfg, readout)
+            return fastpath.readout_logits(params, tokens, self.model_cfg, readout, key)
         logits = forward(params, tokens, self.model_cfg, key=key)
         return logits if readout is None else logits[:, readout]
 

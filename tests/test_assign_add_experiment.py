@@ -175,6 +175,14 @@ def test_tiny_f_sweep_compiles_once_over_the_grid(tmp_path, monkeypatch):
                         * (config.grid[j] - config.grid[j - 1]))
     assert on_disk["crossing"]["per_seed"] == pytest.approx(expected)
     assert "crossing_mean_curve" in on_disk
+    # The plateau read-off is the held-out pool's last value minus its value at the window start
+    # (steps 10 and 20 here), from the metrics the run wrote.
+    metrics = np.load(os.path.join(wd, "metrics.npz"))
+    curve = metrics["metrics/acc/0var_heldout"]  # [seeds, grid, evals]
+    plateau = on_disk["plateau"]
+    assert plateau["window_steps"] == [10, 20]
+    np.testing.assert_allclose(plateau["change_per_seed"], curve[:, :, -1] - curve[:, :, 0],
+                               atol=1e-6)
 
 
 # ---- bad input ---------------------------------------------------------------------------------

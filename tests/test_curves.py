@@ -43,3 +43,15 @@ def test_bad_arguments_are_refused():
         first_crossing([1, 2], [0.0, 1.0], 0.5, interpolate="cubic")
     with pytest.raises(ValueError, match="x > 0"):
         first_crossing([0.0, 1.0], [0.0, 1.0], 0.5, interpolate="log")
+
+
+def test_late_change_is_zero_on_a_plateau_and_the_rise_on_a_ramp():
+    from mechjax.analysis.curves import late_change
+    steps = np.arange(250, 8001, 250, dtype=float)
+    plateau = np.minimum(steps / 2000.0, 1.0)  # flat after step 2000
+    ramp = steps / 8000.0                      # still rising at the same rate
+    change, start = late_change(steps, np.stack([plateau, ramp]), fraction=0.25)
+    assert steps[start] == 6000.0
+    np.testing.assert_allclose(change, [0.0, 2000.0 / 8000.0])
+    with pytest.raises(ValueError, match="fraction=0"):
+        late_change(steps, ramp, fraction=0.0)

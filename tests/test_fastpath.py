@@ -16,14 +16,26 @@ CONFIGS = {
                                      n_ctx=7, use_bias=True, init="pytorch"),
     "attn_only_no_pos": ModelConfig(n_layers=2, d_model=16, n_heads=2, d_vocab=12, n_ctx=7,
                                     attn_only=True, positional_embedding=False),
+    # SPEC 2.6's encoder (post-LN, biases, dropout, no mask) and a pre-LN causal model
+    "grokking_post_ln": ModelConfig(n_layers=2, d_model=16, n_heads=4, d_mlp=32, d_vocab=12,
+                                    n_ctx=7, use_bias=True, normalization="post", dropout=0.1,
+                                    causal=False, init="pytorch"),
+    "pre_ln_three_layers": ModelConfig(n_layers=3, d_model=16, n_heads=2, d_mlp=32, d_vocab=12,
+                                       n_ctx=7, use_bias=True, normalization="pre",
+                                       dropout=0.2),
 }
 
 
-@pytest.mark.parametrize("name, position", [(name, -1) for name in sorted(CONFIGS)]
-                         + [("three_layers_bias", 3), ("one_layer_bidirectional", 2)])
-def test_readout_loss_and_gradients_equal_full_forward(name, position):
-    # In float64 the two computations agree to rounding, so any algebra slip shows at once.
+@pytest.mark.parametrize("name, position, dropout_key",
+                         [(name, -1, None) for name in sorted(CONFIGS)]
+                         + [("three_layers_bias", 3, None), ("one_layer_bidirectional", 2, None),
+                            ("grokking_post_ln", -1, 7), ("grokking_post_ln", 2, 8),
+                            ("pre_ln_three_layers", 4, 9)])
+def test_readout_loss_and_gradients_equal_full_forward(name, position, dropout_key):
+    # In float64 the two computations agree to rounding, so any algebra slip shows at once; with
+    # a dropout key both draw the same masks, so a wrong slice of a mask shows as well.
     cfg = CONFIGS[name]
+    key = None if dropout_key is None else jax.random.PRNGKey(dropout_key)
     assert fastpath.applies(cfg)
     with jax.enable_x64(True):
         params = jax.tree.map(lambda x: jnp.asarray(x, jnp.float64),
@@ -34,10 +46,14 @@ def test_readout_loss_and_gradients_equal_full_forward(name, position):
         def nll(logits):
             return -jnp.take_along_axis(jax.nn.log_softmax(logits), labels[:, None], 1).mean()
 
-        full = lambda p: nll(apply(p, tokens, cfg)[:, position])
-        fast = lambda p: nll(fastpath.readout_logits(p, tokens, cfg, position))
-        np.testing.assert_allclose(fastpath.readout_logits(params, tokens, cfg, position),
-                                   apply(params, tokens, cfg)[:, position], rtol=1e-10, atol=1e-10)
+        full = lambda p: nll(apply(p, tokens, cfg, key)[:, position])
+        fast = lambda p: nll(fastpath.readout_logits(p, tokens, cfg, position, key))
+        np.testing.assert_allclose(fastpath.readout_logits(params, tokens, cfg, position, key),
+                                   apply(params, tokens, cfg, key)[:, position],
+                                   rtol=1e-10, atol=1e-10)
+        if key is not None:  # dropout is on: without the key the logits must differ
+            assert not np.allclose(apply(params, tokens, cfg)[:, position],
+                                   apply(params, tokens, cfg, key)[:, position])
         (l_full, g_full), (l_fast, g_fast) = (jax.jit(jax.value_and_grad(full))(params),
                                               jax.jit(jax.value_and_grad(fast))(params))
         np.testing.assert_allclose(l_fast, l_full, rtol=1e-10)
@@ -47,12 +63,11 @@ def test_readout_loss_and_gradients_equal_full_forward(name, position):
                                        err_msg=k)
 
 
-def test_does_not_apply_with_normalization_or_merged_maps():
-    assert not fastpath.applies(ModelConfig(normalization="pre"))
+def test_does_not_apply_with_merged_maps():
+    assert fastpath.applies(ModelConfig(normalization="pre", dropout=0.1), dropout_active=True)
     assert not fastpath.applies(ModelConfig(attn_only=True, merged_kq=True))
-    assert not fastpath.applies(ModelConfig(dropout=0.1), dropout_active=True)
-    with pytest.raises(ValueError, match="normalization='none'"):
-        cfg = ModelConfig(n_layers=1, d_model=8, n_heads=1, d_vocab=4, n_ctx=3,
-                          normalization="post")
+    with pytest.raises(ValueError, match="merged_kq"):
+        cfg = ModelConfig(n_layers=1, d_model=8, n_heads=1, d_vocab=4, n_ctx=3, attn_only=True,
+                          merged_kq=True)
         fastpath.readout_logits(init_params(jax.random.PRNGKey(0), cfg),
                                 jnp.zeros((1, 3), jnp.int32), cfg, -1)

@@ -24,7 +24,7 @@ import numpy as np
 from experiments.assign_add import run as main_run
 from mechjax import experiment
 from mechjax.analysis import exhaustive
-from mechjax.analysis.curves import first_crossing
+from mechjax.analysis.curves import first_crossing, late_change
 from mechjax.analysis.seeds import seed_stats
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.plots import assign_add as plots
@@ -36,9 +36,11 @@ from mechjax.io import write_json
 
 from experiments.assign_add.schema import SWEEP_SCHEMA
 
-MODES = {"f": ("acc/exact_0var_heldout", ("0var_train", "0var_heldout")),
+# mode: (final exhaustive metric, evaluation pools, the pool whose curve tells the plateau)
+MODES = {"f": ("acc/exact_0var_heldout", ("0var_train", "0var_heldout"), "acc/0var_heldout"),
          "r": ("acc/exact_2var_union", ("1var_train", "2var_train", "2var_heldout",
-                                        "2var_one_misplaced", "2var_two_misplaced"))}
+                                        "2var_one_misplaced", "2var_two_misplaced"),
+               "acc/2var_heldout")}
 
 
 @dataclasses.dataclass
@@ -141,6 +143,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
                                         f"steps, lr {config.hparams.lr}"),
                 os.path.join(workdir, "figures", f"sweep_{mode}.png"))
     pools = {k: v[:, :, -1].mean(0) for k, v in result.metrics.items() if k.startswith("acc/")}
+    plateau = _plateau(result, MODES[mode][2], setup.values, threshold, interpolate)
     summary = {
         "mode": mode, "metric": metric, "values": setup.values, "seeds": setup.seeds,
         "steps": int(trainer.train_cfg.steps), "lr": float(config.hparams.lr),
@@ -150,6 +153,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         "crossing_mean_curve": mean_cross,
         "crossing": seed_stats(per_seed),
         "final_pool_accuracy_mean": pools,
+        "plateau": plateau,
         "n_sequences": info["n_sequences"],
         "diverged_runs": int(np.sum(result.metrics["finite"][:, :, -1] == 0)),
         "timing": {"train_seconds": round(train_seconds, 1),
@@ -161,6 +165,21 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     return summary
 
 
+def _plateau(result, pool: str, values: np.ndarray, threshold: float,
+             interpolate: str) -> dict[str, Any]:
+    """Whether the budget was long enough: the change of the swept pool's accuracy (sampled
+    every evaluation) over the last quarter of training, and the threshold read from the pool
+    curves at the window's start and at the end (equal when the budget no longer matters)."""
+    curves = result.metrics[pool]  # [seeds, grid, evals]
+    change, start = late_change(result.steps, curves)
+    at = lambda i: float(first_crossing(values, curves[:, :, i].mean(0), threshold,
+                                        interpolate=interpolate))
+    return {"pool": pool, "window_steps": [int(result.steps[start]), int(result.steps[-1])],
+            "change_mean": change.mean(0), "change_per_seed": change,
+            "max_abs_change": float(np.abs(change.mean(0)).max()),
+            "crossing_at_window_start": at(start), "crossing_at_end": at(-1)}
+
+
 def format_summary(summary: dict[str, Any]) -> str:
     lines = [f"{summary['mode']:>6s}  mean acc  std     (over {len(summary['seeds'])} seeds)"]
     acc = summary["accuracy"]
@@ -170,6 +189,11 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines.append(f"mean curve reaches {summary['threshold']} at {summary['mode']} = "
                  f"{summary['crossing_mean_curve']}; per seed {cross['mean']} +- "
                  f"{cross['std']} ({cross['n']}/{cross['n'] + cross['n_never']} seeds)")
+    plateau = summary["plateau"]
+    lines.append(f"plateau: {plateau['pool']} moved by at most {plateau['max_abs_change']:.3f} "
+                 f"over steps {plateau['window_steps'][0]}-{plateau['window_steps'][1]}; "
+                 f"threshold from that pool {plateau['crossing_at_window_start']} -> "
+                 f"{plateau['crossing_at_end']}")
     return "\n".join(lines)
 
 

@@ -49,3 +49,24 @@ def first_crossing(x: np.ndarray, values: np.ndarray, threshold: float, *,
         at = np.where(ok, u[prev] + frac * (u[i] - u[prev]), u[i])
         out = np.exp(at) if interpolate == "log" else at
     return np.where(reached, out, never)
+
+
+def late_change(x: np.ndarray, values: np.ndarray, fraction: float = 0.25
+                ) -> tuple[np.ndarray, int]:
+    """How much ``values [..., n]`` still moved over the last ``fraction`` of a budget ``x [n]``
+    counted from 0 (optimizer steps, epochs).
+
+    The window starts at the first point with ``x >= (1 - fraction) * x[-1]``; the
+    change is the last value minus the value there (a plateaued curve gives about 0, a curve
+    still climbing a positive number). Returns ``(change [...], index of the window's start)``.
+    """
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"fraction={fraction}: must be in (0, 1]")
+    x = np.asarray(x, np.float64)
+    values = np.asarray(values, np.float64)
+    if x.ndim != 1 or values.shape[-1:] != x.shape or x.size < 2:
+        raise ValueError(f"values have {values.shape[-1:]} points but x has shape {x.shape}"
+                         " (need 2 or more)")
+    start = int(np.argmax(x >= (1.0 - fraction) * x[-1]))
+    start = min(start, x.size - 2)  # at least one interval, however short the window
+    return values[..., -1] - values[..., start], start
