@@ -3,12 +3,17 @@
 Every output file is written to a temporary file in the same folder and renamed into place, so a
 reader (or a crash) never sees a half-written file under the final name: it sees the old file or
 the new one. The temporary name carries the process id, so two writers never share one.
+
+In a multi-process run (``mechjax.distributed``) only process 0 writes: every process holds the
+same gathered result, so the other processes' writes would only race for the same path. Every
+experiment's summaries, figures and arrays follow this rule without checking for it.
 """
 from __future__ import annotations
 
 import json
 import math
 import os
+import sys
 from typing import IO, Any, Callable, Mapping
 
 import numpy as np
@@ -31,8 +36,18 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
+def writes_here() -> bool:
+    """Whether this process writes run outputs: always, except in processes other than 0 of a
+    multi-process JAX run (jax is only asked when it is already imported)."""
+    jax = sys.modules.get("jax")
+    return jax is None or jax.process_count() == 1 or jax.process_index() == 0
+
+
 def atomic_write(path: str, write: Callable[[IO], None], mode: str) -> None:
-    """``write(f)`` into a temporary file beside ``path``, then renamed to ``path``."""
+    """``write(f)`` into a temporary file beside ``path``, then renamed to ``path`` (on the
+    writing process only, ``writes_here``)."""
+    if not writes_here():
+        return
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
