@@ -3,14 +3,17 @@ configs."""
 from __future__ import annotations
 
 import os
+import shutil
 
 import numpy as np
 import pytest
 
 from conftest import assert_refused_before_writing, run_and_read
-from experiments.ace_grokking import run
+from experiments.ace_grokking import run, so_far
 from experiments.ace_grokking.configs import tiny
 from mechjax.analysis.seeds import STAT_KEYS
+from mechjax.config import ConfigError
+from mechjax.snapshots import snapshot_path
 
 FIGURES = ("accuracy_core_dim.png", "core_interventions.png", "eigenvalue_clocks.png",
            "core_dim_wd1_vs_wd0.png", "r_suf_vs_r_nec.png", "rotational_modes.png")
@@ -68,6 +71,24 @@ def test_tiny_end_to_end(tmp_path, capsys):
     assert " | step " not in log, log  # the per-chunk training progress line
     assert again["core_dim/final_wd1"] == summary["core_dim/final_wd1"]
     assert again["acc/test_final_wd0"] == summary["acc/test_final_wd0"]
+
+    # A run stopped before wd1's last checkpoint (its snapshot removed from a copy): so_far
+    # analyses what is there, and gets the finished run's numbers at those epochs.
+    stopped = str(tmp_path / "stopped")
+    shutil.copytree(workdir, stopped)
+    os.remove(snapshot_path(os.path.join(stopped, "checkpoints", "wd1"), 8 * 2))
+    part = so_far.analyse_so_far(stopped)["table"]
+    assert part["wd1"]["epoch"] == [0, 2, 4] and part["wd0"]["epoch"] == [4, 8]
+    with np.load(os.path.join(workdir, "metrics.npz")) as m:
+        np.testing.assert_array_equal(part["wd1"]["core_dim"]["max"],
+                                      m["ace_wd1/core_dim"][:3].max(1))
+        np.testing.assert_allclose(part["wd0"]["heldout_r2"]["mean"],
+                                   m["ace_wd0/heldout_r2"].mean(1), rtol=1e-6)
+    assert "last epoch 4 of 8" in so_far.format_table(so_far.analyse_so_far(stopped))
+    with pytest.raises(ConfigError, match="no checkpoint saved yet"):
+        os.makedirs(str(tmp_path / "empty" / "checkpoints"))
+        shutil.copy(os.path.join(workdir, "config.json"), str(tmp_path / "empty"))
+        so_far.analyse_so_far(str(tmp_path / "empty"))
 
 
 @pytest.mark.parametrize("edit, message", [

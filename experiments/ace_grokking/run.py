@@ -153,16 +153,26 @@ def _train(b: dict, workdir: str) -> tuple[dict, dict]:
             timing)
 
 
-def _analyse(b: dict, workdir: str) -> tuple[dict, dict, dict]:
-    """ACE on every snapshot of both branches: one batched call per branch."""
+def checkpoint_epochs(b: dict) -> dict[str, list[int]]:
+    """The epochs ACE reads in each branch (the wd0 branch from ``branch.epoch`` on)."""
+    b_epoch = b["branch"]["epoch"]
+    return {"wd1": list(b["schedule"]), "wd0": [e for e in b["schedule"] if e >= b_epoch]}
+
+
+def analyse(b: dict, workdir: str, epochs: dict[str, list[int]] | None = None
+            ) -> tuple[dict, dict, dict]:
+    """ACE on the snapshots of both branches at ``epochs`` (default: every checkpoint epoch):
+    one batched call per branch (a branch without epochs is skipped)."""
     ace_cfg, b_epoch = b["ace"], b["branch"]["epoch"]
-    epochs = {"wd1": b["schedule"], "wd0": [e for e in b["schedule"] if e >= b_epoch]}
+    epochs = checkpoint_epochs(b) if epochs is None else epochs
     inputs = gc.heldout_pair_inputs(b["task"])
     pipe = gc.core_pipeline(float(ace_cfg["tau"]), float(ace_cfg["rel_tol"]),
                             int(ace_cfg["holdout_start"]), float(ace_cfg["holdout_frac"]),
                             bool(ace_cfg["float64"]))
     stats, timing = {}, {}
     for name in BRANCHES:
+        if not epochs[name]:
+            continue
         snaps = [_snapshot(workdir, name, e, b_epoch, b["steps_per_epoch"]) for e in epochs[name]]
         log(f"ACE ({name}): {len(snaps)} checkpoints x {len(b['seeds'])} seeds x "
             f"{inputs.tokens.shape[0]} test pairs, one batched call")
@@ -178,7 +188,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     b = build(config)
     experiment.start(workdir, config, overwrite)
     metrics, timing = _train(b, workdir)
-    stats, epochs, ace_timing = _analyse(b, workdir)
+    stats, epochs, ace_timing = analyse(b, workdir)
     summary = summarize(b, metrics, stats, epochs, b["seeds"])
     summary.update(timing)
     summary.update(ace_timing)
