@@ -4,8 +4,8 @@
 generalize; this config trains 5 values of f x 4 seeds for 8,000 steps at batch 256 (a CPU-fast
 setting: about 60 model-steps/s on 2 unloaded cores, so 45 minutes), evaluating every 250 steps
 so that the summary can report how much held-out accuracy still moved over the last quarter of the
-budget (``plateau/*``). The grid stops at 0.5: at 1,500 steps f = 0.6 already reached 0.98. The threshold is then a property of f, not of the step budget, as far as
-that change is small.
+budget (``plateau/*``). The threshold is then a property of f, not of the step budget, as far
+as that change is small. The grid stops at 0.5: at 1,500 steps f = 0.6 already reached 0.98.
 """
 import ml_collections
 
