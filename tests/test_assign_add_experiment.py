@@ -183,6 +183,10 @@ def test_tiny_f_sweep_compiles_once_over_the_grid(tmp_path, monkeypatch):
     assert plateau["window_steps"] == [10, 20]
     np.testing.assert_allclose(plateau["change_per_seed"], curve[:, :, -1] - curve[:, :, 0],
                                atol=1e-6)
+    for g, stats in enumerate(plateau["steps_to_threshold"]):  # first evaluation >= threshold
+        expected = [next((s for s, a in zip((10, 20), row) if a >= config.threshold), None)
+                    for row in curve[:, g]]
+        assert stats["per_seed"] == expected
 
 
 # ---- bad input ---------------------------------------------------------------------------------

@@ -174,7 +174,11 @@ def _plateau(result, pool: str, values: np.ndarray, threshold: float,
     change, start = late_change(result.steps, curves)
     at = lambda i: float(first_crossing(values, curves[:, :, i].mean(0), threshold,
                                         interpolate=interpolate))
+    # The budget dependence itself: the first evaluation at which each run's pool reached the
+    # threshold (None: not within the budget), per grid value.
+    reached = first_crossing(result.steps, curves, threshold)  # [seeds, grid]
     return {"pool": pool, "window_steps": [int(result.steps[start]), int(result.steps[-1])],
+            "steps_to_threshold": [seed_stats(reached[:, g]) for g in range(len(values))],
             "change_mean": change.mean(0), "change_per_seed": change,
             "max_abs_change": float(np.abs(change.mean(0)).max()),
             "crossing_at_window_start": at(start), "crossing_at_end": at(-1)}
