@@ -111,8 +111,11 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
                                "n_coordinates": pb.basis.size,
                                "population_sequences": pb.support.size}
     metrics: dict[str, np.ndarray] = {}
-    grid = stages.grid_map(c, pb, summary, metrics)
-    trained = stages.trained(c, pb, summary, metrics)
+    grid = stages.grid_inits(c, pb)
+    rand = stages.random_inits(c, pb)
+    ode_grid, ode_rand = stages.solve_all(c, pb, [grid["theta0"], rand["theta0"]], summary)
+    grid = stages.grid_map(c, pb, grid, ode_grid, summary, metrics)
+    trained = stages.trained(c, pb, rand, ode_rand, summary, metrics)
     inter = stages.interaction(c, pb, grid, summary, metrics)
     figures(c, pb, fig_dir, grid, trained, inter)
     summary["load_at_end"] = load_average()
@@ -126,7 +129,7 @@ def format_summary(summary: dict[str, Any]) -> str:
             "n_boundary_cells", "trained/win_fractions", "trained/win_fractions_ode",
             "trained/winner_agreement_confident", "trained/n_confident",
             "grid/win_fractions", "grid/largest_init_predictor_accuracy",
-            "grid/n_cells_largest_init_loses", "grid/seconds", "trained/ode_seconds",
+            "grid/n_cells_largest_init_loses", "ode/seconds", "ode/points",
             "trained/train_seconds"]
     lines = [f"{k:>40s}: {summary[k]}" for k in keys if k in summary]
     inter = summary.get("interaction")

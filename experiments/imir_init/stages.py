@@ -24,53 +24,74 @@ def _route_index(pb: im.RouteProblem, name: str) -> int:
     return pb.dirs.route_names.index(name)
 
 
-def grid_map(c: dict, pb: im.RouteProblem, summary: dict, metrics: dict) -> dict:
-    """The winner map: every cell of every scale in one vmapped solve of the exact ODE."""
-    g, o = c["grid"], c["ode"]
+def grid_inits(c: dict, pb: im.RouteProblem) -> dict:
+    """The map's initial points: route units at each scale, the axis routes' match units at
+    ``scale * factor`` (``init_map.map_inits``)."""
+    g = c["grid"]
     axes = tuple(_route_index(pb, r) for r in g["axis_routes"])
     factors = np.linspace(g["factor_min"], g["factor_max"], g["n"])
     theta0 = im.map_inits(pb, g["scales"], axes, factors)
-    shape = theta0.shape[:3]
+    return {"theta0": theta0.reshape(-1, theta0.shape[-1]), "axes": axes, "factors": factors,
+            "shape": theta0.shape[:3]}
+
+
+def random_inits(c: dict, pb: im.RouteProblem) -> dict:
+    """Random full weights and their least-squares coordinates."""
+    tr = c["trained"]
+    weights = im.random_weights(pb.frame, jax.random.key(tr["seed"]), tr["init_std"],
+                                tr["n_inits"])
+    return {"weights": weights, "theta0": np.asarray(im.project_inits(pb, weights))}
+
+
+def solve_all(c: dict, pb: im.RouteProblem, parts: list[np.ndarray], summary: dict,
+              ) -> list[dict]:
+    """The exact ODE from every initial point of every part (the map's cells and the projected
+    random inits) in one vmapped program; returned split back into the parts."""
+    o = c["ode"]
+    theta0 = np.concatenate(parts)
     t0 = time.perf_counter()
-    out = im.solve_from(pb, theta0.reshape(-1, theta0.shape[-1]), o["t1"], o["n_save"],
-                        rtol=o["rtol"])
-    secs = time.perf_counter() - t0
+    out = im.solve_from(pb, theta0, o["t1"], o["n_save"], rtol=o["rtol"], keep_theta=True)
+    summary["ode/seconds"] = time.perf_counter() - t0
+    summary["ode/points"] = int(theta0.shape[0])
+    summary["ode/max_solver_steps"] = int(out["num_steps"].max())
+    cuts = np.cumsum([len(p) for p in parts])[:-1]
+    return [{k: v for k, v in zip(out, vs)} for vs in zip(*(np.split(v, cuts) for v in
+                                                          out.values()))]
+
+
+def grid_map(c: dict, pb: im.RouteProblem, grid: dict, out: dict, summary: dict,
+             metrics: dict) -> dict:
+    """Winners over the map from the ODE solved from its cells."""
+    g, shape = c["grid"], grid["shape"]
     rises = out["rises"][:, -1]
     winner = _winners(c, pb, rises).reshape(shape)
     weights0 = np.asarray(rt.route_weights(jnp.asarray(out["values"][:, 0]), pb.dirs))
     largest = rt.largest_initial(weights0).reshape(shape)
     formed = winner >= 0
-    summary["grid/seconds"] = secs
     summary["grid/cells"] = int(np.prod(shape))
-    summary["grid/max_solver_steps"] = int(out["num_steps"].max())
     summary["n_boundary_cells"] = int(sum(im.boundary_cells(w) for w in winner))
     summary["grid/n_boundary_cells_per_scale"] = [im.boundary_cells(w) for w in winner]
     summary["grid/win_fractions"] = im.win_fractions(winner, pb.dirs)
     summary["grid/largest_init_predictor_accuracy"] = float(
         np.mean(largest[formed] == winner[formed])) if formed.any() else None
     summary["grid/n_cells_largest_init_loses"] = int(np.sum(formed & (largest != winner)))
-    metrics.update({"grid/factors": factors, "grid/scales": np.asarray(g["scales"]),
+    margin = rt.winner_margin(rises)
+    metrics.update({"grid/factors": grid["factors"], "grid/scales": np.asarray(g["scales"]),
                     "grid/winner": winner, "grid/largest_init": largest,
                     "grid/rises": rises.reshape(shape + (-1,)),
-                    "grid/margin": rt.winner_margin(rises).reshape(shape),
+                    "grid/margin": margin.reshape(shape),
                     "grid/loss": out["loss"].reshape(shape + (-1,))})
-    log(f"grid: {np.prod(shape)} cells in {secs:.1f} s, win fractions "
-        f"{summary['grid/win_fractions']}")
-    return {"theta0": theta0.reshape(-1, theta0.shape[-1]), "winner": winner.ravel(),
-            "largest": largest.ravel(), "margin": rt.winner_margin(rises),
-            "values": out["values"], "axes": axes, "factors": factors, "shape": shape}
+    log(f"grid: {np.prod(shape)} cells, win fractions {summary['grid/win_fractions']}")
+    return {**grid, "winner": winner.ravel(), "largest": largest.ravel(), "margin": margin,
+            "values": out["values"], "theta": out["theta"], "loss": out["loss"]}
 
 
-def trained(c: dict, pb: im.RouteProblem, summary: dict, metrics: dict) -> dict:
-    """Random initializations: projected on the manifold, the ODE from each projection (one
-    program) and the full transformers trained from each (one program); winners compared."""
+def trained(c: dict, pb: im.RouteProblem, rand: dict, ode_out: dict, summary: dict,
+            metrics: dict) -> dict:
+    """Full transformers trained from the random initializations (one vmapped program); their
+    winners against the ODE's from each projection and against the largest-init predictor."""
     tr, o = c["trained"], c["ode"]
-    weights = im.random_weights(pb.frame, jax.random.key(tr["seed"]), tr["init_std"],
-                                tr["n_inits"])
-    theta0 = im.project_inits(pb, weights)
-    t0 = time.perf_counter()
-    ode_out = im.solve_from(pb, theta0, o["t1"], o["n_save"], rtol=o["rtol"])
-    summary["trained/ode_seconds"] = time.perf_counter() - t0
+    weights, theta0 = rand["weights"], rand["theta0"]
     steps = int(round(o["t1"] / tr["lr"]))
     t0 = time.perf_counter()
     tr_out = im.train_from(pb, weights, tr["lr"], steps, o["n_save"], tr["batch_size"],
@@ -125,11 +146,9 @@ def interaction(c: dict, pb: im.RouteProblem, grid: dict, summary: dict, metrics
         log("interaction: no formed cell where the largest-initial route loses")
         return None
     o = c["ode"]
-    out = im.solve_from(pb, grid["theta0"][cell: cell + 1], o["t1"], 4 * o["n_save"],
-                        rtol=o["rtol"], keep_theta=True)
-    theta = out["theta"][0]
+    theta = grid["theta"][cell]
     jac = im.route_jacobians(pb, theta)
-    vals = out["values"][0]
+    vals = grid["values"][cell]
     drive = np.stack([im.route_drive(j, v, pb.dirs) for j, v in zip(jac, vals)])  # [S, R, R]
     t = np.linspace(0.0, o["t1"], theta.shape[0])
     names = pb.dirs.route_names
@@ -155,7 +174,7 @@ def interaction(c: dict, pb: im.RouteProblem, grid: dict, summary: dict, metrics
                                   for b in range(len(pb.dirs.names)) if abs(jac[k, a, b]) > 0},
     }
     metrics.update({"interaction/t": t, "interaction/values": vals, "interaction/jacobian": jac,
-                    "interaction/drive": drive, "interaction/loss": out["loss"][0]})
+                    "interaction/drive": drive, "interaction/loss": grid["loss"][cell]})
     log(f"interaction: cell {cell}: {names[big]} starts largest, {names[win]} wins")
     return {"t": t, "values": vals, "drive": drive, "winner": win, "largest": big,
-            "loss": out["loss"][0]}
+            "loss": grid["loss"][cell]}
