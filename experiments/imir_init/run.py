@@ -81,7 +81,22 @@ def overlay(c: dict, pb: im.RouteProblem, grid: dict, trained: dict) -> dict[int
                 "winner": trained["winner"]}}
 
 
-def figures(c: dict, pb: im.RouteProblem, fig_dir: str, grid: dict, trained: dict,
+def map_cell_agreement(c: dict, grid: dict, trained: dict, where: dict[int, dict],
+                       summary: dict) -> None:
+    """How often the map cell nearest a trained init (on the overlay panel; its other route
+    units and every other coordinate at the map's values, not the init's) names its trained
+    winner."""
+    (s, o), = where.items()
+    f = grid["factors"]
+    i = np.clip(np.rint((o["x"] - f[0]) / (f[1] - f[0])).astype(int), 0, len(f) - 1)
+    j = np.clip(np.rint((o["y"] - f[0]) / (f[1] - f[0])).astype(int), 0, len(f) - 1)
+    cell = grid["winner"].reshape(grid["shape"])[s, i, j]
+    summary["trained/winner_agreement_map_cell_vs_training"] = float(
+        np.mean(cell == trained["winner"]))
+    summary["trained/overlay_scale"] = float(c["grid"]["scales"][s])
+
+
+def figures(c: dict, pb: im.RouteProblem, fig_dir: str, grid: dict, where: dict[int, dict],
             inter: dict | None) -> None:
     names = pb.dirs.route_names
     ax_names = [names[a] for a in grid["axes"]]
@@ -89,7 +104,7 @@ def figures(c: dict, pb: im.RouteProblem, fig_dir: str, grid: dict, trained: dic
                             grid["winner"].reshape(grid["shape"]),
                             grid["largest"].reshape(grid["shape"]), names,
                             f"{ax_names[0]} match / scale", f"{ax_names[1]} match / scale",
-                            overlay(c, pb, grid, trained))
+                            where)
     save_figure(fig, os.path.join(fig_dir, "winner_maps.png"))
     if inter is not None:
         w = np.asarray(rt.route_weights(jnp.asarray(inter["values"]), pb.dirs))
@@ -117,7 +132,9 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     grid = stages.grid_map(c, pb, grid, ode_grid, summary, metrics)
     trained = stages.trained(c, pb, rand, ode_rand, summary, metrics)
     inter = stages.interaction(c, pb, grid, summary, metrics)
-    figures(c, pb, fig_dir, grid, trained, inter)
+    where = overlay(c, pb, grid, trained)
+    map_cell_agreement(c, grid, trained, where, summary)
+    figures(c, pb, fig_dir, grid, where, inter)
     summary["load_at_end"] = load_average()
     write_npz(os.path.join(workdir, "metrics.npz"), metrics)
     write_json(os.path.join(workdir, "summary.json"), summary)
@@ -128,6 +145,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     keys = ["winner_agreement_ode_vs_training", "largest_init_predictor_accuracy",
             "n_boundary_cells", "trained/win_fractions", "trained/win_fractions_ode",
             "trained/winner_agreement_confident", "trained/n_confident",
+            "trained/winner_agreement_map_cell_vs_training",
             "grid/win_fractions", "grid/largest_init_predictor_accuracy",
             "grid/n_cells_largest_init_loses", "ode/seconds", "ode/points",
             "trained/train_seconds"]
