@@ -47,7 +47,8 @@ def winner_maps(factors: np.ndarray, scales: Sequence[float], winner: np.ndarray
         ax.set_xlim(ext[0], ext[1])
         ax.set_ylim(ext[2], ext[3])
     axes[0].legend(fontsize=7, loc="upper right")
-    bar = root_figure(fig).colorbar(im, ax=list(axes), ticks=np.arange(-1, n_r))
+    # on the last panel only: a colour bar stolen from several axes fights the tight layout
+    bar = root_figure(fig).colorbar(im, ax=axes[-1], ticks=np.arange(-1, n_r))
     bar.ax.set_yticklabels(["none", *route_names])
     fig.suptitle("winning route (exact reduced ODE)", fontsize=10)
     return root_figure(fig)
