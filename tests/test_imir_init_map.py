@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from mechjax.analysis.imir import init_map as im
-from mechjax.analysis.imir import routes as rt
 from mechjax.tasks import blocklist as bl
 
 SPEC = bl.BlockListSpec(kind="recall", n_common=6, n_rare=6, n_blocks=4)

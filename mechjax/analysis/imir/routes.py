@@ -38,9 +38,6 @@ import numpy as np
 from mechjax.analysis.imir import circuits as cc
 from mechjax.analysis.imir.basis import Basis
 
-UNIT_KINDS = ("prev", "match", "copy")
-
-
 @dataclasses.dataclass(frozen=True)
 class Route:
     """An induction route: previous-token head ``prev_head`` feeding match head ``match_head``
@@ -172,7 +169,3 @@ def winner_margin(layer_rises: np.ndarray) -> np.ndarray:
 def largest_initial(weights0: np.ndarray) -> np.ndarray:
     """The naive predictor: the route with the largest initial strength (``[..., n_routes]``)."""
     return np.argmax(np.asarray(weights0), axis=-1)
-
-
-def winner_label(index: int, dirs: RouteDirections) -> str:
-    return "none" if index < 0 else dirs.route_names[index]
