@@ -78,12 +78,17 @@ def abgd_coordinates(basis: Basis) -> tuple[tuple[str, ...], np.ndarray]:
     return tuple(rows), phi
 
 
-def abgd_projector(basis: Basis) -> np.ndarray:
-    """``[4, n]``: the Gram-weighted projection of full coordinates onto (alpha, beta, gamma,
-    delta), ``(phi G phi^T)^-1 phi G`` (``theta_sub = P theta``; exact on the sub-manifold)."""
-    _, phi = abgd_coordinates(basis)
+def sub_projector(basis: Basis, phi: np.ndarray) -> np.ndarray:
+    """``[n_sub, n]``: the Gram-weighted projection of full coordinates onto the sub-manifold
+    ``theta_full = theta_sub @ phi``, ``(phi G phi^T)^-1 phi G`` (``theta_sub = P theta``; exact
+    on the sub-manifold)."""
     g = proj.gram(basis)
     return np.linalg.solve(phi @ g @ phi.T, phi @ g)
+
+
+def abgd_projector(basis: Basis) -> np.ndarray:
+    """``[4, n]``: ``sub_projector`` onto (alpha, beta, gamma, delta)."""
+    return sub_projector(basis, abgd_coordinates(basis)[1])
 
 
 def vector_field(basis: Basis, loss: LossFn, phi: np.ndarray | None = None):
