@@ -24,7 +24,7 @@ from typing import Any, Sequence
 CASES: dict[str, list[str]] = {
     "quickstart": ["--config.train.steps=200"],
     "assign_add": ["--config.train.steps=200", "--config.chunk_evals=1"],
-    "ace_markov": ["--config.train.steps=375"],
+    "ace_markov": ["--config.train.steps=75", "--config.train.eval_every=75"],
     "ace_grokking": ["--config.train.epochs=1000", "--config.ace.clock_epochs=(0,300,700,900,1000)"],
     "grokking_law": ["--config.omega_sweep.steps=200", "--config.p_sweep.steps=200",
                      "--config.benchmark.steps=20"],

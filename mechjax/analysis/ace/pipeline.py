@@ -31,7 +31,7 @@ from mechjax.analysis.ace.identify import MarkovFit, ShiftFit, class_means, cycl
     markov_operator
 from mechjax.analysis.ace.reads import JACOBIAN_CHUNK, activations, hook_jacobians
 from mechjax.analysis.ace.validate import linear_tail_scan, r_nec, r_suf, validate
-from mechjax.chunks import DEFAULT_CHUNK, check_chunk_size
+from mechjax.chunks import DEFAULT_CHUNK, check_chunk_size, map_chunks
 from mechjax.config import ModelConfig
 from mechjax.model import Params
 
@@ -239,10 +239,6 @@ def analyse_stack(params: Params, inputs: Inputs, cfg: ModelConfig, pipe: Pipeli
     seeds = jax.vmap(lambda p: analyse(p, inputs, cfg, pipe))
     n_ckpt = jax.tree.leaves(params)[0].shape[0]
     batch = n_ckpt if checkpoint_batch is None else min(checkpoint_batch, n_ckpt)
-    # Pad to a multiple of the batch with copies of the last checkpoint: lax.map's own remainder
-    # path (a second, differently batched body) was measured to stall for minutes on CPU.
-    n_pad = -(-n_ckpt // batch) * batch
-    padded = jax.tree.map(lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], n_pad - n_ckpt, 0)]),
-                          params)
-    out = jax.jit(lambda ps: jax.lax.map(seeds, ps, batch_size=batch))(padded)
-    return jax.tree.map(lambda x: x[:n_ckpt], out)
+    # ``map_chunks`` pads the last batch with copies of the last checkpoint: lax.map's own
+    # remainder path (a second, differently batched body) was measured to stall for minutes on CPU.
+    return jax.jit(lambda ps: map_chunks(jax.vmap(seeds), ps, batch))(params)
