@@ -1,5 +1,6 @@
-"""Chunked evaluation over sequences (mechjax.chunks) gives what the unchunked call gives: the helper
-itself, the trainer's pool scores, and ACE's activation read, interventions and Jacobians."""
+"""Chunked evaluation over sequences (mechjax.chunks) gives what the unchunked call gives: the
+helper itself, the trainer's pool scores, and ACE's activation read, interventions and
+Jacobians."""
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -11,7 +11,6 @@ Prints a table and writes ``DIR/memory.json``.
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -25,7 +24,8 @@ CASES: dict[str, list[str]] = {
     "quickstart": ["--config.train.steps=200"],
     "assign_add": ["--config.train.steps=200", "--config.chunk_evals=1"],
     "ace_markov": ["--config.train.steps=75", "--config.train.eval_every=75"],
-    "ace_grokking": ["--config.train.epochs=1000", "--config.ace.clock_epochs=(0,300,700,900,1000)"],
+    "ace_grokking": ["--config.train.epochs=1000",
+                     "--config.ace.clock_epochs=(0,300,700,900,1000)"],
     "grokking_law": ["--config.omega_sweep.steps=200", "--config.p_sweep.steps=200",
                      "--config.benchmark.steps=20"],
     "imir_phase": ["--config.cells.steps=100"],
@@ -109,8 +109,8 @@ def main(out: str, names: Sequence[str], seed_counts: Sequence[int], vectorizes:
         r = peak_rss(experiment_argv(name, os.path.join(out, "runs", name)), root,
                      os.path.join(out, f"{name}.log"), timeout_s)
         result["experiments"][name] = r
-        print(f"{name:<16}{r['peak_rss_bytes'] / GIB:>9.2f} GiB{r['seconds']:>9.0f} s  rc {r['rc']}",
-              flush=True)
+        print(f"{name:<16}{r['peak_rss_bytes'] / GIB:>9.2f} GiB{r['seconds']:>9.0f} s  "
+              f"rc {r['rc']}", flush=True)
         write_json(path, result)
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     for vectorize in vectorizes:

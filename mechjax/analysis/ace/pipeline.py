@@ -240,5 +240,5 @@ def analyse_stack(params: Params, inputs: Inputs, cfg: ModelConfig, pipe: Pipeli
     n_ckpt = jax.tree.leaves(params)[0].shape[0]
     batch = n_ckpt if checkpoint_batch is None else min(checkpoint_batch, n_ckpt)
     # ``map_chunks`` pads the last batch with copies of the last checkpoint: lax.map's own
-    # remainder path (a second, differently batched body) was measured to stall for minutes on CPU.
+    # remainder path (a second, differently batched body) was measured to stall on CPU.
     return jax.jit(lambda ps: map_chunks(jax.vmap(seeds), ps, batch))(params)
