@@ -24,8 +24,9 @@ def test_tiny_profile_prints_step_and_matmul_rates(tmp_path):
     assert step and matmul, proc.stdout
     result = json.loads(out.read_text())
     assert result["settings"] == step_profile.dataclasses.asdict(step_profile.TINY)
-    assert float(step.group(1)) == round(result["step_gflops"], 1) > 0
-    assert float(matmul.group(1)) == round(result["matmul_gflops"], 1) > 0
+    # the printed rates are the JSON's (positive; a loaded machine may print 0.0 for the tiny step)
+    assert step.group(1) == f"{result['step_gflops']:.1f}" and result["step_gflops"] > 0
+    assert matmul.group(1) == f"{result['matmul_gflops']:.1f}" and result["matmul_gflops"] > 0
     # XLA counted the work of every piece that computes; the step holds forward and backward
     flops = result["flops"]
     assert flops["forward"] > 0 and flops["forward+backward"] > flops["forward"]
