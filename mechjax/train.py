@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from mechjax import fastpath, metrics
+from mechjax import chunks, fastpath, metrics
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.model import Params, forward, init_params
 from mechjax.tasks.base import Batch, Task
@@ -51,6 +51,9 @@ class TrainConfig:
     # The forward and backward pass (training and evaluation). bfloat16 is mixed precision: the
     # parameters, gradients and optimizer state stay float32, the loss is taken in float32.
     compute_dtype: str = "float32"
+    # Sequences of an evaluation pool scored at a time (``mechjax.chunks``): memory follows the
+    # chunk, not the pool size (times the seeds under vmap). None scores a pool at once.
+    eval_chunk: int | None = chunks.DEFAULT_CHUNK
 
     def __post_init__(self):
         for name in ("steps", "eval_every"):
@@ -72,6 +75,10 @@ class TrainConfig:
         for name in ("b1", "b2"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ConfigError(f"train.{name}={getattr(self, name)!r}: must be in [0, 1)")
+        try:
+            chunks.check_chunk_size(self.eval_chunk, "train.eval_chunk")
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
 
     @property
     def n_evals(self) -> int:
@@ -175,21 +182,41 @@ class Trainer:
         logits = forward(params, tokens, self.model_cfg, key=key)
         return logits if readout is None else logits[:, readout]
 
+    def _compute_params(self, params: Params) -> Params:
+        if self.train_cfg.compute_dtype == "float32":
+            return params
+        dtype = jnp.dtype(self.train_cfg.compute_dtype)  # the cast is differentiated: f32 grads
+        return {k: v.astype(dtype) for k, v in params.items()}
+
     def loss(self, params: Params, batch: Batch, key: jax.Array | None = None):
-        if self.train_cfg.compute_dtype != "float32":  # the cast is differentiated: f32 grads
-            dtype = jnp.dtype(self.train_cfg.compute_dtype)
-            params = {k: v.astype(dtype) for k, v in params.items()}
-        logits = self.logits(params, batch["tokens"], key).astype(jnp.float32)
+        logits = self.logits(self._compute_params(params), batch["tokens"], key)
+        logits = logits.astype(jnp.float32)
         labels, weights = batch["labels"], batch.get("weights")
         return (metrics.cross_entropy(logits, labels, weights),
                 metrics.accuracy(logits, labels, weights))
+
+    def pool_scores(self, params: Params, batch: Batch) -> tuple[jax.Array, jax.Array]:
+        """``(loss, accuracy)`` of ``params`` on an evaluation pool, ``train_cfg.eval_chunk``
+        sequences at a time: the per-sequence scores of ``loss``, averaged over the whole pool."""
+        params = self._compute_params(params)
+
+        def per_row(rows):
+            logits = self.logits(params, rows["tokens"]).astype(jnp.float32)
+            return (metrics.token_nll(logits, rows["labels"]),
+                    metrics.token_hits(logits, rows["labels"]))
+
+        nll, hits = chunks.map_chunks(per_row, {"tokens": batch["tokens"],
+                                                "labels": batch["labels"]},
+                                      self.train_cfg.eval_chunk)
+        weights = batch.get("weights")
+        return metrics.weighted_mean(nll, weights), metrics.weighted_mean(hits, weights)
 
     def evaluate(self, params: Params, task_params: Mapping[str, jax.Array],
                  eval_key: jax.Array) -> dict[str, jax.Array]:
         out = {}
         for i, name in enumerate(self.pools):
             batch = self.task.eval_pools[name](jax.random.fold_in(eval_key, i), task_params)
-            loss, acc = self.loss(params, batch)
+            loss, acc = self.pool_scores(params, batch)
             out[f"acc/{name}"], out[f"loss/{name}"] = acc, loss
         if self.eval_fn is not None:
             out.update(self.eval_fn(params, task_params, eval_key))

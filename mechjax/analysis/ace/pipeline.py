@@ -29,8 +29,9 @@ from mechjax.analysis.ace.extract import (Core, Gramians, covariance, extract_fr
                                           linear_observability, observability)
 from mechjax.analysis.ace.identify import MarkovFit, ShiftFit, class_means, cyclic_shift, \
     markov_operator
-from mechjax.analysis.ace.reads import activations, hook_jacobians
+from mechjax.analysis.ace.reads import JACOBIAN_CHUNK, activations, hook_jacobians
 from mechjax.analysis.ace.validate import linear_tail_scan, r_nec, r_suf, validate
+from mechjax.chunks import DEFAULT_CHUNK, check_chunk_size, map_chunks
 from mechjax.config import ModelConfig
 from mechjax.model import Params
 
@@ -66,6 +67,9 @@ class Pipeline:
     keep_coords: keep the first this-many core coordinates of every activation (for CCA).
     rel_tol, holdout_start, holdout_frac: options of ``cyclic_shift``.
     suf_tol:    the tolerance of ``r_suf``.
+    chunk_size: sequences per forward pass of the activation read and the interventions, and
+    jac_chunk:  Jacobian samples differentiated at a time (``mechjax.chunks``; None: all at once):
+                memory follows the chunk, not the number of sequences (times seeds under vmap).
     """
 
     hook_name: str = ""
@@ -80,6 +84,8 @@ class Pipeline:
     holdout_start: int = 0
     holdout_frac: float = 0.075
     suf_tol: float = 1e-3
+    chunk_size: int | None = DEFAULT_CHUNK
+    jac_chunk: int | None = JACOBIAN_CHUNK
 
     def __post_init__(self):
         for name, value, allowed in (("tail", self.tail, TAILS),
@@ -97,6 +103,8 @@ class Pipeline:
             raise ValueError(f"Pipeline.tau={self.tau!r}: must be in (0, 1]")
         if not isinstance(self.keep_coords, int) or self.keep_coords < 0:
             raise ValueError(f"Pipeline.keep_coords={self.keep_coords!r}: a non-negative int")
+        check_chunk_size(self.chunk_size, "Pipeline.chunk_size")
+        check_chunk_size(self.jac_chunk, "Pipeline.jac_chunk")
 
     @property
     def dtype(self):
@@ -187,7 +195,8 @@ def analyse(params: Params, inputs: Inputs, cfg: ModelConfig, pipe: Pipeline) ->
     validation and identification. Pure; vmap/jit/lax.map freely (see ``analyse_seeds``)."""
     if not pipe.hook_name:
         raise ValueError("Pipeline.hook_name is empty: analyse needs the hook to read")
-    h_model = activations(params, inputs.tokens, cfg, pipe.hook_name, pipe.position)
+    h_model = activations(params, inputs.tokens, cfg, pipe.hook_name, pipe.position,
+                          pipe.chunk_size)
     if pipe.tail == "unembed":
         check_linear_tail(cfg, pipe.hook_name)
         w_u, b_u = unembed(params, cfg, pipe.dtype)
@@ -199,13 +208,15 @@ def analyse(params: Params, inputs: Inputs, cfg: ModelConfig, pipe: Pipeline) ->
             raise ValueError(f"Pipeline.tail={pipe.tail!r} samples Jacobians: Inputs.jac_tokens "
                              "and Inputs.jac_pos are required")
         jac = hook_jacobians(params, inputs.jac_tokens, cfg, pipe.hook_name, inputs.jac_pos,
-                             out_fn=TAIL_OUTPUTS[pipe.tail])                  # [S, K, D]
+                             out_fn=TAIL_OUTPUTS[pipe.tail],
+                             chunk_size=pipe.jac_chunk)                       # [S, K, D]
         obs = observability(jac.astype(pipe.dtype))
     h = h_model.astype(pipe.dtype)
     cov, mean = covariance(h)
     core = extract_from_gramians(Gramians(cov, obs, mean), pipe.tau)
     acc = validate(params, inputs.tokens, inputs.labels, cfg, pipe.hook_name,
-                   core.core_basis.astype(h_model.dtype), readout=pipe.position)
+                   core.core_basis.astype(h_model.dtype), readout=pipe.position,
+                   chunk_size=pipe.chunk_size)
     fit, coords = _identify_and_keep(h, core, core.rank, inputs.labels.reshape(-1),
                                      inputs.tokens.shape, pipe, cfg.vocab_out)
     return Result(core, core.rank, acc, fit, None, None, None, coords)
@@ -228,10 +239,6 @@ def analyse_stack(params: Params, inputs: Inputs, cfg: ModelConfig, pipe: Pipeli
     seeds = jax.vmap(lambda p: analyse(p, inputs, cfg, pipe))
     n_ckpt = jax.tree.leaves(params)[0].shape[0]
     batch = n_ckpt if checkpoint_batch is None else min(checkpoint_batch, n_ckpt)
-    # Pad to a multiple of the batch with copies of the last checkpoint: lax.map's own remainder
-    # path (a second, differently batched body) was measured to stall for minutes on CPU.
-    n_pad = -(-n_ckpt // batch) * batch
-    padded = jax.tree.map(lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], n_pad - n_ckpt, 0)]),
-                          params)
-    out = jax.jit(lambda ps: jax.lax.map(seeds, ps, batch_size=batch))(padded)
-    return jax.tree.map(lambda x: x[:n_ckpt], out)
+    # ``map_chunks`` pads the last batch with copies of the last checkpoint: lax.map's own
+    # remainder path (a second, differently batched body) was measured to stall on CPU.
+    return jax.jit(lambda ps: map_chunks(jax.vmap(seeds), ps, batch))(params)

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechjax.analysis.ace.basis import as_float
+from mechjax.chunks import DEFAULT_CHUNK, map_chunks
 from mechjax.config import ModelConfig
 from mechjax.hooks import run_with_cache, run_with_hooks
 from mechjax.model import Params
@@ -21,16 +22,21 @@ from mechjax.model import Params
 Array = jax.Array
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "hook_name", "position"))
+@functools.partial(jax.jit, static_argnames=("cfg", "hook_name", "position", "chunk_size"))
 def activations(params: Params, tokens: Array, cfg: ModelConfig, hook_name: str,
-                position: int | None = None) -> Array:
-    """``H``: the activation at ``hook_name`` for ``tokens [b, p]``.
+                position: int | None = None, chunk_size: int | None = DEFAULT_CHUNK) -> Array:
+    """``H``: the activation at ``hook_name`` for ``tokens [b, p]``, ``chunk_size`` sequences
+    per forward pass (``mechjax.chunks``; None: all at once).
 
     ``position=None`` stacks every position (``[b * p, D]``); an int picks one (``[b, D]``).
     """
-    _, cache = run_with_cache(params, tokens, cfg, names_filter=hook_name)
-    h = cache[hook_name]
-    return h.reshape(-1, h.shape[-1]) if position is None else h[:, position]
+    def read(toks):
+        _, cache = run_with_cache(params, toks, cfg, names_filter=hook_name)
+        h = cache[hook_name]
+        return h if position is None else h[:, position]
+
+    h = map_chunks(read, tokens, chunk_size)
+    return h.reshape(-1, h.shape[-1]) if position is None else h
 
 
 @functools.partial(jax.jit, static_argnames=("f",))
@@ -54,10 +60,17 @@ def tail_jacobians(f: Callable[..., Array], h: Array, ctx: Any = None) -> Array:
     return jax.vmap(lambda x, c: jac_fn(x, c).reshape(k, d))(h, ctx)
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "hook_name", "out_fn"))
+# Jacobian samples per chunk of ``hook_jacobians``: each sample runs one forward pass per
+# input (or output) dimension of the tail, so 16 samples at D = 64 are 1,024 one-sequence passes,
+# the work of one ``DEFAULT_CHUNK`` of sequences.
+JACOBIAN_CHUNK = 16
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "hook_name", "out_fn", "chunk_size"))
 def hook_jacobians(params: Params, tokens: Array, cfg: ModelConfig, hook_name: str,
                    position: int | Array, out_fn: Callable[[Array], Array] | None = None,
-                   read_position: int | Array | None = None) -> Array:
+                   read_position: int | Array | None = None,
+                   chunk_size: int | None = JACOBIAN_CHUNK) -> Array:
     """Tail Jacobians through the model's own forward pass (``run_with_hooks``).
 
     For each sample s the tail is ``h -> out_fn(logits[read_position])`` where ``h`` replaces the
@@ -65,12 +78,11 @@ def hook_jacobians(params: Params, tokens: Array, cfg: ModelConfig, hook_name: s
     activation keeps its value. ``tokens [S, p]``; ``position`` an int or ``[S]`` ints;
     ``read_position`` defaults to ``position``; ``out_fn`` maps logits ``[V]`` to ``[K]`` or a
     scalar (identity by default). Returns ``[S, K, D]``, evaluated at the actual activations.
+    ``chunk_size`` samples are differentiated at a time (``mechjax.chunks``; None: all at once).
     """
     n, p = tokens.shape
     pos = jnp.broadcast_to(jnp.asarray(position), (n,)) % p
     read = pos if read_position is None else jnp.broadcast_to(jnp.asarray(read_position), (n,)) % p
-    _, cache = run_with_cache(params, tokens, cfg, names_filter=hook_name)
-    h0 = jnp.take_along_axis(cache[hook_name], pos[:, None, None], axis=1)[:, 0]
 
     def tail(h, ctx):
         toks, q, r = ctx
@@ -79,7 +91,13 @@ def hook_jacobians(params: Params, tokens: Array, cfg: ModelConfig, hook_name: s
         out = logits[0, r]
         return out if out_fn is None else out_fn(out)
 
-    return tail_jacobians(tail, h0, (tokens, pos, read))
+    def per_chunk(rows):
+        toks, q, _ = rows
+        _, cache = run_with_cache(params, toks, cfg, names_filter=hook_name)
+        h0 = jnp.take_along_axis(cache[hook_name], q[:, None, None], axis=1)[:, 0]
+        return tail_jacobians(tail, h0, rows)
+
+    return map_chunks(per_chunk, (tokens, pos, read), chunk_size)
 
 
 def jacobian_samples(tokens: np.ndarray, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -11,6 +11,7 @@ from typing import Callable, Literal
 import jax
 import jax.numpy as jnp
 
+from mechjax.chunks import DEFAULT_CHUNK, map_chunks
 from mechjax.config import ModelConfig
 from mechjax.hooks import project_onto, run_with_hooks
 from mechjax.metrics import accuracy, cross_entropy, roc_auc
@@ -53,12 +54,6 @@ def centred_hook(basis: Array, mean: Array, mode: Literal["keep", "remove", "fli
     return fn
 
 
-def _read(logits: Array, labels: Array, weights: Array | None, readout: int | None):
-    if readout is not None:
-        logits = logits[:, readout]
-    return logits, labels, weights
-
-
 def _score(kind: Metric, logits: Array, labels: Array, weights: Array | None) -> Array:
     if callable(kind):
         return kind(logits, labels, weights)
@@ -72,27 +67,37 @@ def _score(kind: Metric, logits: Array, labels: Array, weights: Array | None) ->
 def intervened_metric(params: Params, tokens: Array, labels: Array, cfg: ModelConfig,
                       hook_name: str, hook_fn: Callable[[Array], Array] | None,
                       metric: Metric = "accuracy", readout: int | None = None,
-                      weights: Array | None = None) -> Array:
+                      weights: Array | None = None, chunk_size: int | None = DEFAULT_CHUNK,
+                      ) -> Array:
     """Metric of the model with ``hook_fn`` applied at ``hook_name`` (None: no intervention).
 
     ``readout`` follows ``Task.readout``: an int scores that position (``labels [b]``), None
-    scores every position (``labels [b, p]``).
+    scores every position (``labels [b, p]``). The logits are computed ``chunk_size`` sequences
+    at a time (``mechjax.chunks``; ``hook_fn`` must act on each sequence alone), then scored
+    together, so any ``metric`` works.
     """
     hooks = {} if hook_fn is None else {hook_name: hook_fn}
-    logits, _ = run_with_hooks(params, tokens, cfg, hooks)
-    return _score(metric, *_read(logits, labels, weights, readout))
+
+    def read(toks):
+        logits, _ = run_with_hooks(params, toks, cfg, hooks)
+        return logits if readout is None else logits[:, readout]
+
+    return _score(metric, map_chunks(read, tokens, chunk_size), labels, weights)
 
 
-@functools.partial(jax.jit, static_argnames=("cfg", "hook_name", "metric", "readout"))
+@functools.partial(jax.jit,
+                   static_argnames=("cfg", "hook_name", "metric", "readout", "chunk_size"))
 def validate(params: Params, tokens: Array, labels: Array, cfg: ModelConfig, hook_name: str,
              basis: Array, metric: Metric = "accuracy", readout: int | None = None,
-             weights: Array | None = None) -> dict[str, Array]:
+             weights: Array | None = None, chunk_size: int | None = DEFAULT_CHUNK,
+             ) -> dict[str, Array]:
     """Toy-model validation: ``{'full', 'core_only', 'core_removed'}`` metrics (SPEC 2.2).
 
     ``basis [D, R]``: the core (a masked ``[D, D]`` basis works). Uncentred, every position.
+    ``chunk_size``: sequences per forward pass (``intervened_metric``).
     """
     run = lambda fn: intervened_metric(params, tokens, labels, cfg, hook_name, fn, metric,
-                                       readout, weights)
+                                       readout, weights, chunk_size)
     return {"full": run(None), "core_only": run(core_only_hook(basis)),
             "core_removed": run(core_removed_hook(basis))}
 
