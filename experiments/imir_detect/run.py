@@ -27,6 +27,7 @@ from mechjax.analysis.imir import basis as ib
 from mechjax.analysis.imir import circuits as cc
 from mechjax.analysis.imir import detect as dt
 from mechjax.analysis.imir import explain as ex
+from mechjax.analysis.imir.truncated import TruncatedTrainer
 from mechjax.analysis.seeds import format_stats, seed_stats
 from mechjax.config import ConfigError
 from mechjax.io import write_json
@@ -34,7 +35,7 @@ from mechjax.plots import imir_detect as plots
 from mechjax.plots.save import save_figure
 from mechjax.sweep import log, run_sweep
 from mechjax.tasks import blocklist as bl
-from mechjax.train import TrainConfig, make_train
+from mechjax.train import TrainConfig
 from mechjax.weights import read_npz
 
 from experiments.imir_detect.schema import SCHEMA, SETTINGS
@@ -93,9 +94,10 @@ def train(st: dict, seeds: list[int], workdir: str) -> dict[str, np.ndarray]:
     """All seeds of one setting in one program; returns trained params ``{name: [n_seeds, ..]}``."""
     s, frame, spec = st["cfg"], st["frame"], st["spec"]
     task = bl.blocklist_task(spec, s["batch_size"], eval_size=512)
-    trainer = make_train(task, ib.imir_config(frame),
-                         TrainConfig(steps=s["steps"], eval_every=s["eval_every"],
-                                     optimizer="adam"))
+    # the exact forward on the populated path blocks (mechjax.analysis.imir.truncated)
+    trainer = TruncatedTrainer(frame, task, ib.imir_config(frame),
+                               TrainConfig(steps=s["steps"], eval_every=s["eval_every"],
+                                           optimizer="adam"))
     fixed = ib.fixed_params(frame)
     shapes = {k: v.shape for k, v in ib.zero_trainables(frame).items()}
 

@@ -30,6 +30,7 @@ import numpy as np
 from mechjax.analysis.imir import circuits as cc
 from mechjax.analysis.imir import explain as ex
 from mechjax.analysis.imir import project as proj
+from mechjax.analysis.imir import truncated as tr
 from mechjax.analysis.imir.basis import Basis, fixed_params, imir_config
 from mechjax.analysis.imir.eliminate import Elimination, eliminate
 from mechjax.analysis.imir.loss import readout_accuracy, readout_loss
@@ -79,17 +80,27 @@ def coord_norms(basis: Basis) -> np.ndarray:
 def model_fns(basis: Basis):
     """``loss(theta, batch)``, ``accuracy(theta, batch)`` of the projected IMIR model and
     ``path(theta, masks [m, n], batch) -> (loss [m], acc [m])``; one set per basis, so their
-    compilations serve every model of that basis."""
+    compilations serve every model of that basis. An unrotated frame runs the exact
+    ``truncated`` forward on the populated path blocks (15-20x less work at 5 layers)."""
     cfg = imir_config(basis.frame)
     fixed = fixed_params(basis.frame)
 
+    if basis.frame.rotation is None:
+        def both(theta, batch):
+            return tr.query_loss_and_accuracy({**fixed, **tr.theta_weights(basis, theta)},
+                                              batch, basis.frame, cfg)
+    else:
+        def both(theta, batch):
+            params = {**fixed, **proj.weights(basis, theta)}
+            return readout_loss(params, cfg, batch), readout_accuracy(params, cfg, batch)
+
     def loss(theta, batch):
-        return readout_loss({**fixed, **proj.weights(basis, theta)}, cfg, batch)
+        return both(theta, batch)[0]
 
     def acc(theta, batch):
-        return readout_accuracy({**fixed, **proj.weights(basis, theta)}, cfg, batch)
+        return both(theta, batch)[1]
 
-    path = jax.jit(jax.vmap(lambda th, m, b: (loss(th * m, b), acc(th * m, b)), (None, 0, None)))
+    path = jax.jit(lambda th, ms, b: jax.lax.map(lambda m: both(th * m, b), ms))
     return loss, acc, path
 
 

@@ -3,7 +3,7 @@
 Given ``loss(theta)`` (the readout loss of the model ``W(theta)``) and trained coordinates
 ``theta``, repeatedly set to zero the active coordinate whose removal raises the loss least,
 until the cheapest removal would push the loss past ``budget = loss(theta) + tau``. What is left
-is the circuit. Every step evaluates its candidate ablations as one ``vmap`` (in fixed-size
+is the circuit. Every step evaluates its candidate ablations in one compiled loop (in fixed-size
 chunks, so one compilation serves the whole run).
 
 Large bases (thousands of coordinates: 5 layers) make the exact greedy quadratic in the number of
@@ -62,13 +62,15 @@ def _compiled(loss: Callable) -> tuple[Callable, Callable]:
     if loss not in _JITTED:
         _JITTED[loss] = (
             jax.jit(lambda th, m, args: loss(th * m, *args)),
-            jax.jit(jax.vmap(lambda th, m, i, args: loss(th * m.at[i].set(0.0), *args),
-                             (None, None, 0, None))))
+            # lax.map: one compiled loop over a chunk; on CPU a vmap of the candidates is
+            # slower per candidate (measured 0.020 s vs 0.012 s, 5-layer 2-hop, 256 sequences)
+            jax.jit(lambda th, m, idx, args: jax.lax.map(
+                lambda i: loss(th * m.at[i].set(0.0), *args), idx)))
     return _JITTED[loss]
 
 
 class _Evaluator:
-    """``loss(theta * mask)`` for one mask, and vmapped single ablations of a mask."""
+    """``loss(theta * mask)`` for one mask, and the single ablations of a mask in chunks."""
 
     def __init__(self, loss: Callable, theta: jax.Array, args: tuple, chunk: int):
         self.chunk, self.theta, self.args = chunk, theta, args
