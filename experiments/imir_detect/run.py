@@ -7,10 +7,11 @@ weights, so off-manifold noise is present) is trained for ``n_seeds`` seeds in o
 (``run_sweep``), then each seed's weights go through ``mechjax.analysis.imir.detect``: the
 explained fraction, greedy elimination to the budget ``tau``, units, circuits, canonical units
 vs helpers, accuracies of the full model, the circuit and the circuit without helpers.
-``--config.weights=FILE.npz`` detects a given model instead (read in ``weights_setting``'s
-frame), training nothing.
+``--weights=FILE.npz`` or ``--from_workdir=RUN --seed=N`` detects a given model instead (read in
+``weights_setting``'s frame; a run imir_detect trained is read in the task it was trained on),
+training nothing (``mechjax.analysis.imir.sources``).
 
-Data flow: config -> build (every check, the weights file included) -> per setting: train ->
+Data flow: config -> build (every check, a given model's shape included) -> per setting: train ->
 detect per seed -> summary.json (per seed + seed_stats) and figures.
 """
 from __future__ import annotations
@@ -27,6 +28,7 @@ from mechjax.analysis.imir import basis as ib
 from mechjax.analysis.imir import circuits as cc
 from mechjax.analysis.imir import detect as dt
 from mechjax.analysis.imir import explain as ex
+from mechjax.analysis.imir import sources as src
 from mechjax.analysis.imir.truncated import TruncatedTrainer
 from mechjax.analysis.seeds import format_stats, seed_stats
 from mechjax.config import ConfigError
@@ -36,7 +38,6 @@ from mechjax.plots.save import save_figure
 from mechjax.sweep import log, run_sweep
 from mechjax.tasks import blocklist as bl
 from mechjax.train import TrainConfig
-from mechjax.weights import read_npz
 
 from experiments.imir_detect.schema import SCHEMA, SETTINGS
 
@@ -64,30 +65,56 @@ def setting(name: str, s: dict) -> dict:
     return {"name": name, "cfg": s, "spec": spec, "frame": frame, "basis": ib.make_basis(frame)}
 
 
+SPEC_KEYS = ("hops", "n_layers", "n_heads", "n_common", "n_rare", "n_blocks", "f_r", "f_v")
+
+
+def given_model(c: dict) -> src.Source | None:
+    """The model ``--weights`` or ``--from_workdir --seed`` names (None: train)."""
+    if c["weights"] and c["from_workdir"]:
+        raise ConfigError(f"--weights={c['weights']} and --from_workdir={c['from_workdir']}: "
+                          "give one model source, not both")
+    try:
+        if c["weights"]:
+            return src.from_file(c["weights"])
+        if c["from_workdir"]:
+            step = None if c["from_step"] < 0 else c["from_step"]
+            return src.from_run(c["from_workdir"], c["from_seed"], step, c["weights_setting"])
+    except ex.DetectError as err:
+        raise ConfigError(str(err)) from None
+    return None
+
+
 def build(config) -> dict:
-    """Every check before anything is computed (the weights file's shape included)."""
+    """Every check before anything is computed (a given model's shape included)."""
     c = {k: experiment.as_dict(config[k]) if hasattr(config[k], "keys") else config[k]
          for k in SCHEMA.keys}
     dt.check_tau(c["tau"])
+    source = given_model(c)
     settings = {}
     for name in SETTINGS:
         s = c[name]
         if s["steps"] % s["eval_every"]:
             raise ConfigError(f"{name}.steps={s['steps']} must be a multiple of "
                               f"{name}.eval_every={s['eval_every']}")
-        if s["enabled"] or (c["weights"] and name == c["weights_setting"]):
+        if source is not None and name == c["weights_setting"]:
+            # a model imir_detect trained: read it in the task it was trained on
+            trained = (source.run_config or {}).get(name) or {}
+            settings[name] = setting(name, {**s, **{k: trained[k] for k in SPEC_KEYS
+                                                      if k in trained}})
+        elif s["enabled"] and source is None:
             settings[name] = setting(name, s)
-    weights = None
-    if c["weights"]:
-        weights = read_npz(c["weights"])
-        target = settings[c["weights_setting"]]
+    if source is not None:
+        flag = (f"--weights={c['weights']}" if c["weights"]
+                else f"--from_workdir={c['from_workdir']}")
         try:
-            ex.check_shapes(ex.effective_weights(weights), target["frame"])
+            ex.check_shapes(ex.effective_weights(source.params), settings[c["weights_setting"]]
+                            ["frame"])
         except ex.DetectError as err:
-            raise ConfigError(f"--config.weights={c['weights']}: {err}") from None
+            raise ConfigError(f"{flag}: {err} (setting {c['weights_setting']})") from None
     elif not any(c[n]["enabled"] for n in SETTINGS):
-        raise ConfigError("no setting is enabled and no --config.weights given: nothing to do")
-    return {"c": c, "settings": settings, "weights": weights}
+        raise ConfigError("no setting is enabled and neither --weights nor --from_workdir is "
+                          "given: nothing to do")
+    return {"c": c, "settings": settings, "source": source}
 
 
 def train(st: dict, seeds: list[int], workdir: str) -> dict[str, np.ndarray]:
@@ -169,10 +196,17 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     seeds = experiment.seeds(config)
     fig_dir = os.path.join(workdir, "figures")
     summary: dict[str, Any] = {"tau": c["tau"]}
-    if b["weights"] is not None:
+    if b["source"] is not None:
         st = b["settings"][c["weights_setting"]]
-        det = detect_one(st, b["weights"], c["detect"], c["tau"], 0)
-        summary["weights"] = {"file": c["weights"], "setting": st["name"], **dt.report(det)}
+        # a run's seed draws the data its own training run detected on
+        det = detect_one(st, b["source"].params, c["detect"], c["tau"],
+                         c["from_seed"] if c["from_workdir"] else 0)
+        if det.deviations:
+            log(f"warning: {b['source'].description} is outside the IMIR assumptions "
+                f"({'; '.join(det.deviations)}); the manifold explains "
+                f"{det.explained['total']:.3f} of its KQ/unembedding weights")
+        summary["weights"] = {"source": b["source"].description, "file": c["weights"],
+                              "setting": st["name"], **dt.report(det)}
         figures(st, [det], fig_dir, [0])
     else:
         for name, st in b["settings"].items():
@@ -194,7 +228,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines = [f"tau: {summary['tau']}"]
     if "weights" in summary:
         w = summary["weights"]
-        lines += [f"{k:>32s}: {w[k]}" for k in ("file", "setting", *STAT_KEYS, "deviations",
+        lines += [f"{k:>32s}: {w[k]}" for k in ("source", "setting", *STAT_KEYS, "deviations",
                                                  "abgd_found")]
     for name in SETTINGS:
         if name not in summary:

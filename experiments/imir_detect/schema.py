@@ -30,9 +30,15 @@ SCHEMA = Schema(
     **SEEDS,
     tau=number("loss budget: elimination stops before the loss exceeds "
                "loss(projected model) + tau", gt=0.0),
-    weights=text("a .npz state dict to detect instead of training ('' = train)", default=""),
-    weights_setting=choice(SETTINGS, "the setting (task and frame) --config.weights is read in",
-                           default="recall_icl"),
+    weights=text("a .npz state dict to detect instead of training ('' = train); alias "
+                 "--weights", default=""),
+    from_workdir=text("a mechjax run's workdir to detect one seed of instead of training ('' = "
+                      "train); alias --from_workdir", default=""),
+    from_seed=integer("the seed of --from_workdir to detect; alias --seed", min=0, default=0),
+    from_step=integer("the saved step of --from_workdir (-1: the latest); alias --step", min=-1,
+                      default=-1),
+    weights_setting=choice(SETTINGS, "the setting (task and frame) a given model is read in (and "
+                           "the sweep of a workdir with several)", default="recall_icl"),
     recall_icl=_setting("2-layer associative recall, in-context data (alpha, beta, gamma)"),
     recall_iwl=_setting("2-layer associative recall, in-weights data (delta)"),
     khop=_setting("2-hop induction in 5 layers"),

@@ -15,6 +15,9 @@ def get_config():
     c.seed_offset = 0
     c.tau = 0.05
     c.weights = ""
+    c.from_workdir = ""
+    c.from_seed = 0
+    c.from_step = -1
     c.weights_setting = "recall_icl"
     c.recall_icl = _recall(f_r=0.8, f_v=0.5)
     c.recall_iwl = _recall(f_r=0.0, f_v=0.0)
