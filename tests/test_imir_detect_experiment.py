@@ -33,6 +33,9 @@ def test_tiny_config_end_to_end(tiny_run):
         assert 0 < r["manifold_explained_fraction"] <= 1
         assert r["n_kept"] == len(r["kept"]) > 0
         assert {"acc/full", "acc/circuit", "acc/circuit_without_helpers"} <= set(r)
+        # head-level analysis of the same model: every head, and blind spots among kept units
+        assert set(r["heads"]["per_head"]) == {"L0H0", "L1H0"}
+        assert set(r["heads"]["helpers_in_unimportant_heads"]) <= set(r["units"])
     assert s["n_kept"]["n"] == 2 and "canonical_recovered" in s
     with open(os.path.join(wd, "summary.json")) as f:
         assert json.load(f)["recall_icl"]["n_kept"] == s["n_kept"]

@@ -147,12 +147,17 @@ def _batches(st: dict, d: dict, seed: int):
             bl.sample(st["spec"], jax.random.key(20_000 + seed), tp, d["eval_size"]))
 
 
-def detect_one(st: dict, params: dict, d: dict, tau: float, seed: int) -> dt.Detection:
+def detect_one(st: dict, params: dict, d: dict, tau: float, seed: int) -> tuple[dt.Detection, dict]:
+    """The detection and its JSON report (with the head-level comparison when asked)."""
     batch, eval_batch = _batches(st, d, seed)
-    return dt.detect(params, st["basis"], batch, tau, eval_batch=eval_batch,
-                     exact_max=d["exact_max"], screen=d["screen"], refresh=d["refresh"],
-                     bulk_fraction=d["bulk_fraction"], overshoot=d["overshoot"],
-                     curve_points=d["curve_points"])
+    det = dt.detect(params, st["basis"], batch, tau, eval_batch=eval_batch,
+                    exact_max=d["exact_max"], screen=d["screen"], refresh=d["refresh"],
+                    bulk_fraction=d["bulk_fraction"], overshoot=d["overshoot"],
+                    curve_points=d["curve_points"])
+    rep = dt.report(det)
+    if d["head_ablation"]:
+        rep["heads"] = dt.against_heads(params, det, st["basis"], eval_batch, tau)
+    return det, rep
 
 
 def recovered(name: str, rep: dict) -> bool | None:
@@ -172,6 +177,11 @@ def summarise(name: str, reports: list[dict], seeds: list[int]) -> dict:
         out["canonical_recovered"] = rec
     gap = [r["acc/full"] - r["acc/circuit"] for r in reports]
     out["acc_gap_full_minus_circuit"] = seed_stats(gap)
+    if "heads" in reports[0]:
+        out["heads/n_helpers_in_unimportant_heads"] = seed_stats(
+            [r["heads"]["n_helpers_in_unimportant_heads"] for r in reports])
+        out["heads/n_heads_important"] = seed_stats(
+            [r["heads"]["n_heads_important"] for r in reports])
     out["n_circuits_with_4_canonical"] = seed_stats(
         [sum(c["n_canonical"] >= 4 for c in r["circuits"]) for r in reports])
     return out
@@ -199,26 +209,29 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     if b["source"] is not None:
         st = b["settings"][c["weights_setting"]]
         # a run's seed draws the data its own training run detected on
-        det = detect_one(st, b["source"].params, c["detect"], c["tau"],
-                         c["from_seed"] if c["from_workdir"] else 0)
+        det, rep = detect_one(st, b["source"].params, c["detect"], c["tau"],
+                              c["from_seed"] if c["from_workdir"] else 0)
         if det.deviations:
             log(f"warning: {b['source'].description} is outside the IMIR assumptions "
                 f"({'; '.join(det.deviations)}); the manifold explains "
                 f"{det.explained['total']:.3f} of its KQ/unembedding weights")
         summary["weights"] = {"source": b["source"].description, "file": c["weights"],
-                              "setting": st["name"], **dt.report(det)}
+                              "setting": st["name"], **rep}
         figures(st, [det], fig_dir, [0])
     else:
         for name, st in b["settings"].items():
             stacked = train(st, seeds, workdir)
-            dets = []
+            dets, reps = [], []
             for i, seed in enumerate(seeds):
-                dets.append(detect_one(st, {k: v[i] for k, v in stacked.items()}, c["detect"],
-                                       c["tau"], seed))
-                log(f"{name} seed {seed}: kept {int(dets[-1].elimination.kept.sum())} "
-                    f"coordinates, acc full {dets[-1].accuracy['full']:.3f} circuit "
-                    f"{dets[-1].accuracy['circuit']:.3f}")
-            summary[name] = summarise(name, [dt.report(d) for d in dets], seeds)
+                det, rep = detect_one(st, {k: v[i] for k, v in stacked.items()}, c["detect"],
+                                      c["tau"], seed)
+                dets.append(det)
+                reps.append(rep)
+                log(f"{name} seed {seed}: kept {rep['n_kept']} coordinates, {rep['n_canonical']}"
+                    f" canonical units, {rep['n_helpers']} helpers; acc full "
+                    f"{rep['acc/full']:.3f} circuit {rep['acc/circuit']:.3f} without helpers "
+                    f"{rep['acc/circuit_without_helpers']:.3f}")
+            summary[name] = summarise(name, reps, seeds)
             figures(st, dets, fig_dir, seeds)
     write_json(os.path.join(workdir, "summary.json"), summary)
     return summary
@@ -230,12 +243,18 @@ def format_summary(summary: dict[str, Any]) -> str:
         w = summary["weights"]
         lines += [f"{k:>32s}: {w[k]}" for k in ("source", "setting", *STAT_KEYS, "deviations",
                                                  "abgd_found")]
+        if "heads" in w:
+            lines.append(f"{'helpers in harmless heads':>32s}: "
+                         f"{w['heads']['helpers_in_unimportant_heads']}")
     for name in SETTINGS:
         if name not in summary:
             continue
         s = summary[name]
         lines.append(f"{name}:")
-        for k in (*STAT_KEYS, "acc_gap_full_minus_circuit", "n_circuits_with_4_canonical"):
+        for k in (*STAT_KEYS, "acc_gap_full_minus_circuit", "n_circuits_with_4_canonical",
+                  "heads/n_heads_important", "heads/n_helpers_in_unimportant_heads"):
+            if k not in s:
+                continue
             lines.append(f"{k:>32s}: {format_stats(s[k])}")
         if "canonical_recovered" in s:
             lines.append(f"{'canonical_recovered':>32s}: {s['canonical_recovered']}")
@@ -243,4 +262,7 @@ def format_summary(summary: dict[str, Any]) -> str:
             lines.append(f"{'seed ' + str(s['seeds'][i]):>32s}: canonical "
                          f"{[u for u, k in r['units'].items() if k != 'helper']} helpers "
                          f"{[u for u, k in r['units'].items() if k == 'helper']}")
+            if "heads" in r:
+                lines.append(f"{'':>32s}  helpers in heads whose ablation is harmless: "
+                             f"{r['heads']['helpers_in_unimportant_heads']}")
     return "\n".join(lines)

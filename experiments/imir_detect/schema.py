@@ -52,5 +52,7 @@ SCHEMA = Schema(
         bulk_fraction=fraction("share of tau the bulk pre-pass may spend"),
         overshoot=integer("removals recorded past the budget (accuracy curve)", min=0),
         curve_points=integer("points of the accuracy-vs-kept curve", min=2),
+        head_ablation=boolean("also mean-ablate every head (head-level analysis) and report the "
+                              "kept units it cannot see", default=True),
     ),
 )

@@ -12,6 +12,9 @@
 3. ``circuits``: the surviving coordinates by name, grouped into units and circuits (what reads
    what), canonical units (prev / match / copy / iwl: alpha, beta, gamma, delta) vs helpers.
 
+``against_heads`` sets the result against head-level analysis (``heads``: mean ablation of
+whole heads): which kept units live in heads whose ablation is harmless.
+
 Accuracies are read on a separate ``eval_batch`` (selection and report on different data):
 ``full`` (the model's own effective weights), ``projected`` (all coordinates), ``circuit`` (the
 kept ones) and ``canonical`` (the kept canonical units only: the circuit without its helpers).
@@ -29,6 +32,7 @@ import numpy as np
 
 from mechjax.analysis.imir import circuits as cc
 from mechjax.analysis.imir import explain as ex
+from mechjax.analysis.imir import heads as hd
 from mechjax.analysis.imir import project as proj
 from mechjax.analysis.imir import truncated as tr
 from mechjax.analysis.imir.basis import Basis, fixed_params, imir_config
@@ -104,17 +108,31 @@ def model_fns(basis: Basis):
     return loss, acc, path
 
 
-def effective_accuracy(eff: ex.Effective, basis: Basis, batch: Batch) -> float:
-    """Accuracy of the model itself, run as a merged attention-only model with its effective
-    ``W_KQ`` / ``W_OV`` / embeddings (exact for a bias-free attention-only model)."""
-    f = basis.frame
-    params = {"embed.W_E": eff.w_e, "pos_embed.W_pos": eff.w_pos[: f.n_pos],
+def merged_params(eff: ex.Effective, frame) -> dict[str, jax.Array]:
+    """The model as a merged attention-only mechjax model of ``imir_config(frame)``: its
+    effective ``W_KQ`` / ``W_OV`` / embeddings (exact for a bias-free attention-only model)."""
+    params = {"embed.W_E": eff.w_e, "pos_embed.W_pos": eff.w_pos[: frame.n_pos],
               "unembed.W_U": eff.w_u}
     for l in range(eff.n_layers):
         params[f"blocks.{l}.attn.W_KQ"] = eff.kq[l]
         params[f"blocks.{l}.attn.W_OV"] = eff.ov[l]
-    params = {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
-    return float(readout_accuracy(params, imir_config(f), batch))
+    return {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
+
+
+def effective_accuracy(eff: ex.Effective, basis: Basis, batch: Batch) -> float:
+    """Accuracy of the model itself (``merged_params``)."""
+    return float(readout_accuracy(merged_params(eff, basis.frame), imir_config(basis.frame),
+                                  batch))
+
+
+def against_heads(params: Mapping[str, np.ndarray], det: Detection, basis: Basis, batch: Batch,
+                  tau: float, attn_scale: float | None = None) -> dict:
+    """Head-level analysis of the same model (``heads``: every head mean-ablated on ``batch``,
+    important above ``tau``) and the detected units it cannot see; ``heads.report``'s dict."""
+    eff = ex.effective_weights(params, attn_scale)
+    ablation = hd.head_ablation(merged_params(eff, basis.frame), imir_config(basis.frame), batch,
+                                tau)
+    return hd.report(det.units, det.kinds, ablation)
 
 
 def check_tau(tau: float) -> None:
