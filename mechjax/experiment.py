@@ -118,6 +118,9 @@ def run_cli(run_fn, format_fn, main_file: str, schema: Schema,
     from absl import app, flags
     from ml_collections import config_flags
 
+    # before the config flag is defined: ml_collections reads its --config.<key> overrides off
+    # sys.argv when the flag is defined
+    sys.argv[:] = expand_aliases(sys.argv, aliases or {})
     config = config_flags.DEFINE_config_file(
         "config", os.path.join(os.path.dirname(os.path.abspath(main_file)), "configs",
                                default_config), schema.help())
@@ -138,7 +141,6 @@ def run_cli(run_fn, format_fn, main_file: str, schema: Schema,
                                       "multi-process run: this process's index, 0..N-1")
 
     def parse(argv: list[str]) -> list[str]:
-        argv = expand_aliases(argv, aliases or {})
         try:
             return flags.FLAGS(argv)
         except flags.Error as err:  # a value the flag's own parser refused (2.5 for an int)

@@ -4,6 +4,8 @@ outside the theory's assumptions, and one-line refusals of bad input before any 
 write."""
 import json
 import os
+import subprocess
+import sys
 
 import jax.numpy as jnp
 import numpy as np
@@ -16,6 +18,8 @@ from mechjax.analysis.imir import detect as dt
 from mechjax.analysis.imir import project as proj
 from mechjax.config import ConfigError
 from mechjax.weights import save_npz
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +163,15 @@ def test_model_outside_the_assumptions_warns_with_the_explained_fraction(tmp_pat
     assert 0 < w["manifold_explained_fraction"] < 1
     assert any("token embeddings" in x for x in w["deviations"])
     assert any("W_OV is not the frame's" in x for x in w["deviations"])
+
+
+def test_cli_short_flags_and_one_line_error(tmp_path):
+    """``--weights`` is ``--config.weights``: a missing file is one line on stderr, exit != 0."""
+    missing = str(tmp_path / "missing.npz")
+    proc = subprocess.run([sys.executable, "-m", "experiments.imir_detect",
+                           f"--workdir={tmp_path / 'run'}", f"--weights={missing}"],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1] == \
+        f"error: --weights={missing}: weights file {missing!r} does not exist"
+    assert not os.path.exists(tmp_path / "run")

@@ -5,6 +5,9 @@ from mechjax.config_schema import (SEEDS, Schema, Section, boolean, choice, frac
 
 SETTINGS = ("recall_icl", "recall_iwl", "khop")
 UNIT = dict(zero_ok=True)
+# short flags of __main__ (mechjax.experiment.run_cli aliases): --weights, --from_workdir, --seed
+ALIASES = {"weights": "weights", "from_workdir": "from_workdir", "seed": "from_seed",
+           "step": "from_step"}
 
 
 def _setting(doc: str) -> Section:
