@@ -14,6 +14,7 @@ from mechjax.analysis.imir import circuits as cc
 from mechjax.analysis.imir import detect as dt
 from mechjax.analysis.imir import explain as ex
 from mechjax.analysis.imir import project as proj
+from mechjax.analysis.imir import eliminate as eliminate_mod
 from mechjax.analysis.imir.eliminate import eliminate
 from mechjax.tasks import blocklist as bl
 
@@ -98,6 +99,22 @@ def test_eliminate_keeps_exactly_what_matters_on_a_synthetic_loss():
     assert set(np.flatnonzero(res2.kept).tolist()) == {2, 4, 5, 7}
     with pytest.raises(ValueError, match=r"tau=0"):
         eliminate(loss, jnp.ones(n), tau=0)
+
+
+def test_staged_candidates_cost_what_the_plain_loss_says():
+    """The layer-staged ablations (each candidate re-runs only the layers it changes) equal
+    the plain loss of every ablated model, for candidates of every layer and the readout."""
+    theta = jnp.asarray(planted_theta(INDUCTION, noise=0.3, seed=7), jnp.float32)
+    batch = bl.sample(SPEC, jax.random.key(2), {"f_r": 0.5, "f_v": 0.2}, 64)
+    staged = dt.staged_loss(BASIS)
+    loss, _, _ = dt.model_fns(BASIS)
+    mask = np.ones(BASIS.size, bool)
+    mask[::3] = False                                  # some coordinates already removed
+    idx = np.concatenate([np.flatnonzero((staged.stage_of == s) & mask)[:5]
+                          for s in range(FRAME.n_layers + 1)])
+    got = eliminate_mod._Evaluator(loss, theta, (batch,), 4, staged).ablations(mask, idx)
+    want = [float(loss(theta * jnp.asarray(mask).at[i].set(False), batch)) for i in idx]
+    np.testing.assert_allclose(got, want, rtol=1e-5)
 
 
 def test_detect_keeps_exactly_the_planted_induction_circuit():

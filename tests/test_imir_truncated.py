@@ -79,3 +79,13 @@ def test_rotated_frame_is_refused():
     rotated = ib.make_frame(FRAME.tokens, FRAME.n_pos, 2, 1, rotation_key=jax.random.key(0))
     with pytest.raises(ValueError, match="unrotated frame"):
         tr.check_frame(rotated)
+
+
+def test_every_stage_split_gives_the_same_loss():
+    params, cfg = random_params(causal=False, seed=5)
+    batch = bl.sample(SPEC, jax.random.key(6), TP, 32)
+    want, _ = tr.query_loss_and_accuracy(params, batch, FRAME, cfg)
+    for stage in range(FRAME.n_layers + 1):
+        cache = tr.stage_input(params, batch, FRAME, cfg, stage)
+        got, _ = tr.stage_loss(params, cache, batch, FRAME, cfg, stage)
+        assert float(got) == pytest.approx(float(want), rel=1e-5)

@@ -36,7 +36,7 @@ from mechjax.analysis.imir import heads as hd
 from mechjax.analysis.imir import project as proj
 from mechjax.analysis.imir import truncated as tr
 from mechjax.analysis.imir.basis import Basis, fixed_params, imir_config
-from mechjax.analysis.imir.eliminate import Elimination, eliminate
+from mechjax.analysis.imir.eliminate import Elimination, Staged, eliminate
 from mechjax.analysis.imir.loss import readout_accuracy, readout_loss
 
 Batch = Mapping[str, jax.Array]
@@ -108,6 +108,27 @@ def model_fns(basis: Basis):
     return loss, acc, path
 
 
+@functools.lru_cache(maxsize=16)
+def staged_loss(basis: Basis) -> Staged | None:
+    """The projected model's loss split at layers (``eliminate.Staged``): a coordinate of layer
+    ``l``'s ``W_KQ`` re-runs layers ``>= l``, one of ``W_U`` only the readout. None for a rotated
+    frame (no truncated forward)."""
+    f = basis.frame
+    if f.rotation is not None:
+        return None
+    cfg, fixed = imir_config(f), fixed_params(f)
+    stage_of = np.concatenate([np.full(g.size, f.n_layers if g.head is None
+                                       else int(g.param.split(".")[1])) for g in basis.groups])
+
+    def params(theta):
+        return {**fixed, **tr.theta_weights(basis, theta)}
+
+    return Staged(stage_of,
+                  lambda theta, stage, batch: tr.stage_input(params(theta), batch, f, cfg, stage),
+                  lambda theta, cache, stage, batch: tr.stage_loss(params(theta), cache, batch,
+                                                                   f, cfg, stage)[0])
+
+
 def merged_params(eff: ex.Effective, frame) -> dict[str, jax.Array]:
     """The model as a merged attention-only mechjax model of ``imir_config(frame)``: its
     effective ``W_KQ`` / ``W_OV`` / embeddings (exact for a bias-free attention-only model)."""
@@ -162,7 +183,8 @@ def detect(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch, tau: fl
     loss, _, path_fn = model_fns(basis)
     elim = eliminate(loss, theta, tau, args=(batch,), size=np.abs(np.asarray(theta)) * coord_norms(basis),
                      exact_max=exact_max, screen=screen, refresh=refresh,
-                     bulk_fraction=bulk_fraction, chunk=chunk, overshoot=overshoot)
+                     bulk_fraction=bulk_fraction, chunk=chunk, overshoot=overshoot,
+                     staged=staged_loss(basis))
     kept_units = cc.units(basis, np.flatnonzero(elim.kept))
     kinds = cc.classify(kept_units)
     circs, unread = cc.circuits(basis, kept_units)

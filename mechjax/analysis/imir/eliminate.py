@@ -32,6 +32,19 @@ import numpy as np
 LossOfTheta = Callable[..., jax.Array]  # loss(theta [n], *args) -> scalar
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class Staged:
+    """The same loss split at stages (layers), so that a candidate re-runs only what it changes:
+    ``suffix(theta, prefix(theta, s, *args), s, *args) == loss(theta, *args)`` for every stage
+    ``s`` (static), and coordinate ``i`` does not change ``prefix(.., s, ..)`` for any
+    ``s <= stage_of[i]``. Each step then computes one prefix per stage present among its
+    candidates and only the suffixes per candidate."""
+
+    stage_of: np.ndarray                     # int [n]
+    prefix: Callable[..., jax.Array]         # prefix(theta, stage, *args) -> cache
+    suffix: Callable[..., jax.Array]         # suffix(theta, cache, stage, *args) -> scalar
+
+
 @dataclasses.dataclass(frozen=True)
 class Elimination:
     """The result. ``order`` lists removed coordinates in removal order; ``loss_after[j]`` is the
@@ -69,30 +82,56 @@ def _compiled(loss: Callable) -> tuple[Callable, Callable]:
     return _JITTED[loss]
 
 
-class _Evaluator:
-    """``loss(theta * mask)`` for one mask, and the single ablations of a mask in chunks."""
+def _compiled_staged(staged: Staged) -> tuple[Callable, Callable]:
+    if staged not in _JITTED:
+        _JITTED[staged] = (
+            jax.jit(lambda th, m, stage, args: staged.prefix(th * m, stage, *args),
+                    static_argnums=2),
+            jax.jit(lambda th, m, idx, cache, stage, args: jax.lax.map(
+                lambda i: staged.suffix(th * m.at[i].set(0.0), cache, stage, *args), idx),
+                static_argnums=4))
+    return _JITTED[staged]
 
-    def __init__(self, loss: Callable, theta: jax.Array, args: tuple, chunk: int):
-        self.chunk, self.theta, self.args = chunk, theta, args
+
+class _Evaluator:
+    """``loss(theta * mask)`` for one mask, and the single ablations of a mask in chunks
+    (per stage when the loss is ``Staged``)."""
+
+    def __init__(self, loss: Callable, theta: jax.Array, args: tuple, chunk: int,
+                 staged: Staged | None = None):
+        self.chunk, self.theta, self.args, self.staged = chunk, theta, args, staged
         self.n_evals = 0
         self._one, self._many = _compiled(loss)
+        if staged is not None:
+            self._prefix, self._suffixes = _compiled_staged(staged)
 
     def one(self, mask: np.ndarray) -> float:
         self.n_evals += 1
         return float(self._one(self.theta, jnp.asarray(mask, jnp.float32), self.args))
 
-    def ablations(self, mask: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        """Loss after removing each ``idx[j]`` alone from ``mask``."""
-        m = jnp.asarray(mask, jnp.float32)
+    def _chunks(self, idx: np.ndarray, run: Callable) -> np.ndarray:
         out = []
         for s in range(0, len(idx), self.chunk):
             part = idx[s: s + self.chunk]
             # padded to one chunk size: one compilation for every call
             padded = np.concatenate([part, np.full(self.chunk - len(part), part[0])])
-            out.append(np.asarray(self._many(self.theta, m, jnp.asarray(padded),
-                                             self.args))[: len(part)])
-        self.n_evals += len(idx)
+            out.append(np.asarray(run(jnp.asarray(padded)))[: len(part)])
         return np.concatenate(out).astype(np.float64)
+
+    def ablations(self, mask: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """Loss after removing each ``idx[j]`` alone from ``mask``."""
+        m = jnp.asarray(mask, jnp.float32)
+        self.n_evals += len(idx)
+        if self.staged is None:
+            return self._chunks(idx, lambda part: self._many(self.theta, m, part, self.args))
+        out = np.empty(len(idx))
+        stages = self.staged.stage_of[idx]
+        for stage in np.unique(stages):
+            sel = np.flatnonzero(stages == stage)
+            cache = self._prefix(self.theta, m, int(stage), self.args)
+            out[sel] = self._chunks(idx[sel], lambda part: self._suffixes(
+                self.theta, m, part, cache, int(stage), self.args))
+        return out
 
 
 def _bulk(ev: _Evaluator, mask: np.ndarray, size: np.ndarray, limit: float,
@@ -117,20 +156,23 @@ def _bulk(ev: _Evaluator, mask: np.ndarray, size: np.ndarray, limit: float,
 def eliminate(loss: LossOfTheta, theta: jax.Array, tau: float, *,
               size: np.ndarray | None = None, exact_max: int = 512, screen: int = 32,
               refresh: int = 16, bulk_fraction: float = 0.25, chunk: int = 16,
-              overshoot: int = 0, args: tuple = ()) -> Elimination:
+              overshoot: int = 0, args: tuple = (), staged: Staged | None = None,
+              ) -> Elimination:
     """Greedy backward elimination (module docstring).
 
     ``loss(theta [n], *args) -> scalar`` must be jittable (``args``: its data, e.g. a batch;
     passing it rather than closing over it lets one compilation serve many models); ``size [n]`` (the weight-space norm of each
     coordinate, ``|theta_i| sqrt(G_ii)``) orders the bulk pre-pass (default ``|theta_i|``).
     ``overshoot`` more removals past the budget are recorded for the accuracy-vs-size curve.
+    ``staged``: the same loss split at stages (``Staged``); candidates then re-run only the
+    stages they change (the same numbers up to float rounding).
     """
     if not tau > 0:
         raise ValueError(f"tau={tau!r}: the loss budget must be > 0")
     theta = jnp.asarray(theta, jnp.float32)
     n = theta.shape[0]
     size = np.abs(np.asarray(theta)) if size is None else np.asarray(size, np.float64)
-    ev = _Evaluator(loss, theta, tuple(args), chunk)
+    ev = _Evaluator(loss, theta, tuple(args), chunk, staged)
     mask = np.ones(n, bool)
     loss0 = ev.one(mask)
     budget = loss0 + tau

@@ -15,7 +15,9 @@ the full forward).
 
 Two more exact savings: the frozen ``W_OV`` is a block swap, so a head's output is placed by
 concatenation instead of a ``[width(l), width(l + 1)]`` product; and a block-list loss reads one
-position per sequence, so ``query_logits`` runs the last layer at that position only.
+position per sequence, so the last layer runs at that position only (``query_loss_and_accuracy``). ``stage_input`` /
+``stage_loss`` split the loss at a layer, so a change confined to layer ``l`` re-runs only
+layers ``>= l`` (the elimination's staged candidates, ``eliminate.Staged``).
 ``theta_weights`` builds the corners straight from manifold coordinates (block ``(a, b)`` of
 ``W_KQ`` is ``sum_s theta_abs S_s``), so a projected model never materialises a
 ``[d_model, d_model]`` matrix; ``TruncatedTrainer`` is ``mechjax.train.Trainer`` with this loss
@@ -79,43 +81,74 @@ def truncated_forward(params: Params, tokens: jax.Array, frame: Frame, cfg: Mode
     w = widths(frame)
     x = _embed(params, tokens, frame)
     for l in range(frame.n_layers):
-        kq = params[f"blocks.{l}.attn.W_KQ"][:, : w[l], : w[l]]
-        x = _attend(x, x, kq, cfg, _mask(cfg, tokens.shape[-1]))
+        x = _layer(params, l, x, frame, cfg)
     return x @ params["unembed.W_U"][: w[-1]]
 
 
-def query_logits(params: Params, tokens: jax.Array, query_pos: jax.Array, frame: Frame,
-                 cfg: ModelConfig) -> jax.Array:
-    """``truncated_forward(...)[arange(b), query_pos]`` (``[b, n_out]``): the last layer is
-    computed at the query position only (the other positions' outputs are never read)."""
-    w = widths(frame)
-    x = _embed(params, tokens, frame)
-    last = frame.n_layers - 1
-    for l in range(last):
-        x = _attend(x, x, params[f"blocks.{l}.attn.W_KQ"][:, : w[l], : w[l]], cfg,
-                    _mask(cfg, tokens.shape[-1]))
-    x_q = jnp.take_along_axis(x, query_pos[:, None, None], axis=1)       # [b, 1, w]
+def _layer(params: Params, l: int, x: jax.Array, frame: Frame, cfg: ModelConfig) -> jax.Array:
+    w = widths(frame)[l]
+    return _attend(x, x, params[f"blocks.{l}.attn.W_KQ"][:, :w, :w], cfg,
+                   _mask(cfg, x.shape[1]))
+
+
+def _query(batch: Mapping[str, jax.Array]) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Per sequence: the weighted position, its weight and its label."""
+    weights = batch["weights"]
+    q = jnp.argmax(weights, axis=-1)
+    pick = lambda a: jnp.take_along_axis(a, q[:, None], axis=1)[:, 0]  # noqa: E731
+    return q, pick(weights), pick(batch["labels"])
+
+
+def _last_at_query(params: Params, x: jax.Array, batch: Mapping[str, jax.Array], frame: Frame,
+                   cfg: ModelConfig) -> jax.Array:
+    """The last layer at each sequence's query, from its input ``x [b, p, w]`` -> ``[b, d]``."""
+    q, _, _ = _query(batch)
+    x_q = jnp.take_along_axis(x, q[:, None, None], axis=1)               # [b, 1, w]
     allowed = None
     if cfg.causal:
-        allowed = (jnp.arange(tokens.shape[-1])[None, :] <= query_pos[:, None])[:, None, None]
-    kq = params[f"blocks.{last}.attn.W_KQ"][:, : w[last], : w[last]]
-    x_q = _attend(x_q, x, kq, cfg, allowed)[:, 0]
-    return x_q @ params["unembed.W_U"][: w[-1]]
+        allowed = (jnp.arange(x.shape[1])[None, :] <= q[:, None])[:, None, None]
+    last = frame.n_layers - 1
+    w = widths(frame)[last]
+    return _attend(x_q, x, params[f"blocks.{last}.attn.W_KQ"][:, :w, :w], cfg, allowed)[:, 0]
+
+
+def stage_input(params: Params, batch: Mapping[str, jax.Array], frame: Frame,
+                cfg: ModelConfig, stage: int) -> jax.Array:
+    """What the model computes before ``stage`` (static): for ``stage < n_layers`` the input of
+    layer ``stage`` at every position ``[b, p, width(stage)]``; for ``stage = n_layers`` the
+    output residual at each sequence's query ``[b, d_model]``. A change of ``W_KQ`` of layer
+    ``l`` (or of ``W_U``: stage ``n_layers``) leaves ``stage_input(.., l)`` unchanged, which is
+    what the elimination's staged candidates reuse."""
+    x = _embed(params, batch["tokens"], frame)
+    last = frame.n_layers - 1
+    for l in range(min(stage, last)):
+        x = _layer(params, l, x, frame, cfg)
+    return x if stage <= last else _last_at_query(params, x, batch, frame, cfg)
+
+
+def stage_loss(params: Params, cache: jax.Array, batch: Mapping[str, jax.Array], frame: Frame,
+               cfg: ModelConfig, stage: int) -> tuple[jax.Array, jax.Array]:
+    """Loss and accuracy from ``cache = stage_input(.., stage)``: the rest of the model (the
+    last layer at the query only), then the weighted readout cross-entropy and accuracy."""
+    x = cache
+    if stage < frame.n_layers:
+        for l in range(stage, frame.n_layers - 1):
+            x = _layer(params, l, x, frame, cfg)
+        x = _last_at_query(params, x, batch, frame, cfg)
+    logits = x @ params["unembed.W_U"][: widths(frame)[-1]]
+    _, w_q, labels = _query(batch)
+    mass = jnp.sum(w_q)
+    return (jnp.sum(w_q * token_nll(logits, labels, w_q.dtype)) / mass,
+            jnp.sum(w_q * token_hits(logits, labels, w_q.dtype)) / mass)
 
 
 def query_loss_and_accuracy(params: Params, batch: Mapping[str, jax.Array], frame: Frame,
                             cfg: ModelConfig) -> tuple[jax.Array, jax.Array]:
     """The weighted readout cross-entropy and accuracy (``loss.readout_loss`` /
     ``readout_accuracy``) for batches with one weighted position per sequence (block-list
-    batches: one-hot or probability times one-hot at the query), via ``query_logits``."""
-    weights = batch["weights"]
-    q = jnp.argmax(weights, axis=-1)
-    w_q = jnp.take_along_axis(weights, q[:, None], axis=1)[:, 0]
-    labels = jnp.take_along_axis(batch["labels"], q[:, None], axis=1)[:, 0]
-    logits = query_logits(params, batch["tokens"], q, frame, cfg)
-    mass = jnp.sum(w_q)
-    return (jnp.sum(w_q * token_nll(logits, labels, w_q.dtype)) / mass,
-            jnp.sum(w_q * token_hits(logits, labels, w_q.dtype)) / mass)
+    batches: one-hot or probability times one-hot at the query); the last layer runs at the
+    query only."""
+    return stage_loss(params, stage_input(params, batch, frame, cfg, 0), batch, frame, cfg, 0)
 
 
 def theta_weights(basis: Basis, theta: jax.Array) -> dict[str, jax.Array]:
