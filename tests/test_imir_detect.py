@@ -2,7 +2,6 @@
 projection with the planted explained fraction, elimination keeps exactly what matters, units /
 circuits / canonical kinds follow the documented rules, and bad input fails in one line before
 any compute."""
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -110,10 +109,11 @@ def test_staged_candidates_cost_what_the_plain_loss_says():
     loss, _, _ = dt.model_fns(BASIS)
     mask = np.ones(BASIS.size, bool)
     mask[::3] = False                                  # some coordinates already removed
-    idx = np.concatenate([np.flatnonzero((staged.stage_of == s) & mask)[:5]
+    idx = np.concatenate([np.flatnonzero((staged.stage_of == s) & mask)[:2]
                           for s in range(FRAME.n_layers + 1)])
-    got = eliminate_mod._Evaluator(loss, theta, (batch,), 4, staged).ablations(mask, idx)
-    want = [float(loss(theta * jnp.asarray(mask).at[i].set(False), batch)) for i in idx]
+    got = eliminate_mod._Evaluator(loss, theta, (batch,), 2, staged).ablations(mask, idx)
+    ablated = jnp.asarray(mask, jnp.float32)[None] * (1 - jax.nn.one_hot(idx, BASIS.size))
+    want = jax.jit(jax.vmap(loss, (0, None)))(theta * ablated, batch)
     np.testing.assert_allclose(got, want, rtol=1e-5)
 
 

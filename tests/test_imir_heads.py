@@ -6,9 +6,9 @@ analysis."""
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 from mechjax.analysis.imir import basis as ib
+from mechjax.analysis.imir import circuits as cc
 from mechjax.analysis.imir import detect as dt
 from mechjax.analysis.imir import heads as hd
 from mechjax.analysis.imir import project as proj
@@ -65,7 +65,7 @@ def test_blind_spots_follow_the_heads_a_unit_lives_in():
     """A score unit lives in its own head, a readout unit in every head on its path; a
     direct-path readout has no head, so head ablation never sees it."""
     names = ["L0H0 I|M|I", "L1H1 I|M^2|I", "U O1.0*O2.1|I_rare", "U I|C"]
-    units = dt.cc.units(BASIS, [BASIS.index(n) for n in names])
+    units = cc.units(BASIS, [BASIS.index(n) for n in names])
     kinds = {u.name: "helper" for u in units}
     important = np.array([[True, False], [False, False]])
     ablation = hd.HeadAblation(0.0, 1.0, np.where(important, 1.0, 0.0), np.ones((2, 2)), TAU)

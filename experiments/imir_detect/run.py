@@ -25,7 +25,6 @@ import numpy as np
 
 from mechjax import experiment
 from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import circuits as cc
 from mechjax.analysis.imir import detect as dt
 from mechjax.analysis.imir import explain as ex
 from mechjax.analysis.imir import sources as src
