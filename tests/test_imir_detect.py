@@ -215,3 +215,21 @@ def test_bad_input_fails_in_one_line_before_compute(bad, match, monkeypatch):
     with pytest.raises(ex.DetectError, match=match) as err:
         dt.detect(p, BASIS, {}, tau=tau)
     assert "\n" not in str(err.value) and not called
+
+
+def test_cost_ordered_bulk_removes_the_cheap_at_once_and_keeps_what_matters():
+    """Many small coordinates of smoothly decaying size (no gap) and three that matter: the
+    cost-ordered bulk removes the cheap ones in a few bisections (far fewer loss evaluations
+    than single steps) and keeps exactly the three."""
+    n = 200
+    w = np.geomspace(1e-3, 1e-6, n)
+    w[[10, 50, 120]] = 1.0
+
+    def loss(theta):
+        return jnp.sum(jnp.asarray(w) * (1 - theta) ** 2)
+
+    plain = eliminate(loss, jnp.ones(n), tau=0.1, exact_max=8, screen=4, refresh=4)
+    fast = eliminate(loss, jnp.ones(n), tau=0.1, exact_max=8, screen=4, refresh=4, cost_bulk=0.5)
+    for res in (plain, fast):
+        assert set(np.flatnonzero(res.kept).tolist()) == {10, 50, 120}
+    assert fast.n_evals < plain.n_evals / 3

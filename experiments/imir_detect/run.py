@@ -152,6 +152,7 @@ def detect_one(st: dict, params: dict, d: dict, tau: float, seed: int) -> tuple[
     det = dt.detect(params, st["basis"], batch, tau, eval_batch=eval_batch,
                     exact_max=d["exact_max"], screen=d["screen"], refresh=d["refresh"],
                     bulk_fraction=d["bulk_fraction"], overshoot=d["overshoot"],
+                    cost_bulk=d["cost_bulk"],
                     curve_points=d["curve_points"])
     rep = dt.report(det)
     if d["head_ablation"]:

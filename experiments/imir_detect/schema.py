@@ -53,6 +53,9 @@ SCHEMA = Schema(
         screen=integer("candidates re-measured per step above exact_max"),
         refresh=integer("steps between full re-measurements above exact_max"),
         bulk_fraction=fraction("share of tau the bulk pre-pass may spend"),
+        cost_bulk=fraction("above exact_max: share of the budget left that each removal of the "
+                           "cheapest coordinates (by the cost table) at once may spend (0: off)",
+                           zero_ok=True, default=0.0),
         overshoot=integer("removals recorded past the budget (accuracy curve)", min=0),
         curve_points=integer("points of the accuracy-vs-kept curve", min=2),
         head_ablation=boolean("also mean-ablate every head (head-level analysis) and report the "

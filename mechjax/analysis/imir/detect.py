@@ -165,7 +165,7 @@ def detect(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch, tau: fl
            eval_batch: Batch | None = None, exact_max: int = 512, screen: int = 32,
            refresh: int = 16, bulk_fraction: float = 0.25, chunk: int = 16,
            overshoot: int = 0, curve_points: int = 48, attn_scale: float | None = None,
-           ) -> Detection:
+           cost_bulk: float = 0.0) -> Detection:
     """Detect the circuit of ``params`` (one attention-only model, TransformerLens names) in the
     manifold ``basis`` of its task; ``batch`` drives the elimination, ``eval_batch`` (default
     ``batch``) the reported accuracies. Keyword arguments: ``eliminate``'s."""
@@ -184,7 +184,7 @@ def detect(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch, tau: fl
     elim = eliminate(loss, theta, tau, args=(batch,), size=np.abs(np.asarray(theta)) * coord_norms(basis),
                      exact_max=exact_max, screen=screen, refresh=refresh,
                      bulk_fraction=bulk_fraction, chunk=chunk, overshoot=overshoot,
-                     staged=staged_loss(basis))
+                     staged=staged_loss(basis), cost_bulk=cost_bulk)
     kept_units = cc.units(basis, np.flatnonzero(elim.kept))
     kinds = cc.classify(kept_units)
     circs, unread = cc.circuits(basis, kept_units)
