@@ -85,8 +85,24 @@ def _user_errors() -> tuple[type[Exception], ...]:
 USER_ERRORS = _user_errors()
 
 
+def expand_aliases(argv: list[str], aliases: Mapping[str, str]) -> list[str]:
+    """``--name=value`` / ``--name value`` for each alias ``name`` -> ``--config.<key>=value``
+    (short flags for config keys, parsed and checked as the config key itself)."""
+    out, i = [], 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, value = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
+        if name in aliases:
+            if not eq and i + 1 < len(argv):
+                i, value = i + 1, argv[i + 1]
+            arg = f"--config.{aliases[name]}={value}"
+        out.append(arg)
+        i += 1
+    return out
+
+
 def run_cli(run_fn, format_fn, main_file: str, schema: Schema,
-            default_config: str = "cpu.py") -> None:
+            default_config: str = "cpu.py", aliases: Mapping[str, str] | None = None) -> None:
     """The whole ``__main__`` of an experiment: ``--workdir``, ``--config`` (an ml_collections
     file beside ``main_file`` in ``configs/``, overridable as ``--config.key=value``; its keys and
     their allowed values in ``--help`` come from ``schema``) and ``--overwrite``; then
@@ -94,13 +110,17 @@ def run_cli(run_fn, format_fn, main_file: str, schema: Schema,
 
     ``--coordinator=HOST:PORT --num_processes=N --process_id=I`` (or ``--coordinator=auto``)
     make the process one of N running the same command: ``jax.distributed.initialize`` joins
-    them before anything else touches JAX, and ``run_sweep`` then spans their devices."""
+    them before anything else touches JAX, and ``run_sweep`` then spans their devices.
+    ``aliases`` ``{flag: config key}``: ``--flag=value`` is ``--config.<key>=value``."""
     import os
     import sys
 
     from absl import app, flags
     from ml_collections import config_flags
 
+    # before the config flag is defined: ml_collections reads its --config.<key> overrides off
+    # sys.argv when the flag is defined
+    sys.argv[:] = expand_aliases(sys.argv, aliases or {})
     config = config_flags.DEFINE_config_file(
         "config", os.path.join(os.path.dirname(os.path.abspath(main_file)), "configs",
                                default_config), schema.help())

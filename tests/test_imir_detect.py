@@ -2,7 +2,6 @@
 projection with the planted explained fraction, elimination keeps exactly what matters, units /
 circuits / canonical kinds follow the documented rules, and bad input fails in one line before
 any compute."""
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -14,6 +13,7 @@ from mechjax.analysis.imir import circuits as cc
 from mechjax.analysis.imir import detect as dt
 from mechjax.analysis.imir import explain as ex
 from mechjax.analysis.imir import project as proj
+from mechjax.analysis.imir import eliminate as eliminate_mod
 from mechjax.analysis.imir.eliminate import eliminate
 from mechjax.tasks import blocklist as bl
 
@@ -98,6 +98,23 @@ def test_eliminate_keeps_exactly_what_matters_on_a_synthetic_loss():
     assert set(np.flatnonzero(res2.kept).tolist()) == {2, 4, 5, 7}
     with pytest.raises(ValueError, match=r"tau=0"):
         eliminate(loss, jnp.ones(n), tau=0)
+
+
+def test_staged_candidates_cost_what_the_plain_loss_says():
+    """The layer-staged ablations (each candidate re-runs only the layers it changes) equal
+    the plain loss of every ablated model, for candidates of every layer and the readout."""
+    theta = jnp.asarray(planted_theta(INDUCTION, noise=0.3, seed=7), jnp.float32)
+    batch = bl.sample(SPEC, jax.random.key(2), {"f_r": 0.5, "f_v": 0.2}, 64)
+    staged = dt.staged_loss(BASIS)
+    loss, _, _ = dt.model_fns(BASIS)
+    mask = np.ones(BASIS.size, bool)
+    mask[::3] = False                                  # some coordinates already removed
+    idx = np.concatenate([np.flatnonzero((staged.stage_of == s) & mask)[:2]
+                          for s in range(FRAME.n_layers + 1)])
+    got = eliminate_mod._Evaluator(loss, theta, (batch,), 2, staged).ablations(mask, idx)
+    ablated = jnp.asarray(mask, jnp.float32)[None] * (1 - jax.nn.one_hot(idx, BASIS.size))
+    want = jax.jit(jax.vmap(loss, (0, None)))(theta * ablated, batch)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
 
 
 def test_detect_keeps_exactly_the_planted_induction_circuit():
@@ -198,3 +215,21 @@ def test_bad_input_fails_in_one_line_before_compute(bad, match, monkeypatch):
     with pytest.raises(ex.DetectError, match=match) as err:
         dt.detect(p, BASIS, {}, tau=tau)
     assert "\n" not in str(err.value) and not called
+
+
+def test_cost_ordered_bulk_removes_the_cheap_at_once_and_keeps_what_matters():
+    """Many small coordinates of smoothly decaying size (no gap) and three that matter: the
+    cost-ordered bulk removes the cheap ones in a few bisections (far fewer loss evaluations
+    than single steps) and keeps exactly the three."""
+    n = 200
+    w = np.geomspace(1e-3, 1e-6, n)
+    w[[10, 50, 120]] = 1.0
+
+    def loss(theta):
+        return jnp.sum(jnp.asarray(w) * (1 - theta) ** 2)
+
+    plain = eliminate(loss, jnp.ones(n), tau=0.1, exact_max=8, screen=4, refresh=4)
+    fast = eliminate(loss, jnp.ones(n), tau=0.1, exact_max=8, screen=4, refresh=4, cost_bulk=0.5)
+    for res in (plain, fast):
+        assert set(np.flatnonzero(res.kept).tolist()) == {10, 50, 120}
+    assert fast.n_evals < plain.n_evals / 3

@@ -1,8 +1,11 @@
 """python -m experiments.imir_detect: the tiny config end to end (training, detection, summary,
-figures), detection of a given weights file, and one-line refusals of bad input before any
-compute or any write."""
+figures), detection of a given weights file and of one seed of a workdir, a warning for a model
+outside the theory's assumptions, and one-line refusals of bad input before any compute or any
+write."""
 import json
 import os
+import subprocess
+import sys
 
 import jax.numpy as jnp
 import numpy as np
@@ -11,14 +14,22 @@ import pytest
 from experiments.imir_detect import run as rd
 from experiments.imir_detect.configs import tiny
 from mechjax.analysis.imir import basis as ib
+from mechjax.analysis.imir import detect as dt
 from mechjax.analysis.imir import project as proj
 from mechjax.config import ConfigError
 from mechjax.weights import save_npz
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-def test_tiny_config_end_to_end(tmp_path):
-    wd = str(tmp_path / "run")
-    summary = rd.run(tiny.get_config(), wd)
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    wd = str(tmp_path_factory.mktemp("tiny") / "run")
+    return wd, rd.run(tiny.get_config(), wd)
+
+
+def test_tiny_config_end_to_end(tiny_run):
+    wd, summary = tiny_run
     s = summary["recall_icl"]
     assert len(s["per_seed"]) == 2
     for r in s["per_seed"]:
@@ -26,6 +37,9 @@ def test_tiny_config_end_to_end(tmp_path):
         assert 0 < r["manifold_explained_fraction"] <= 1
         assert r["n_kept"] == len(r["kept"]) > 0
         assert {"acc/full", "acc/circuit", "acc/circuit_without_helpers"} <= set(r)
+        # head-level analysis of the same model: every head, and blind spots among kept units
+        assert set(r["heads"]["per_head"]) == {"L0H0", "L1H0"}
+        assert set(r["heads"]["helpers_in_unimportant_heads"]) <= set(r["units"])
     assert s["n_kept"]["n"] == 2 and "canonical_recovered" in s
     with open(os.path.join(wd, "summary.json")) as f:
         assert json.load(f)["recall_icl"]["n_kept"] == s["n_kept"]
@@ -62,9 +76,12 @@ def test_detects_a_given_weights_file(tmp_path):
 
 
 @pytest.mark.parametrize("change, match", [
-    ("width", r"--config.weights=.*: weights have d_model=30; the IMIR frame of this task needs "
+    ("width", r"--weights=.*: weights have d_model=30; the IMIR frame of this task needs "
               r"d_model=52"),
-    ("mlp", r"--config.weights=.*: model has MLP weights"),
+    ("mlp", r"--weights=.*: model has MLP weights"),
+    ("missing", r"^--weights=.*nothere\.npz: weights file .* does not exist$"),
+    ("stacked", r"^--weights=.*: embed.W_E has shape \(2, \d+, \d+\).*--from_workdir=DIR --seed=N"),
+    ("both", r"^--weights=.* and --from_workdir=.*: give one model source"),
     ("tau", r"tau"),
 ])
 def test_bad_input_is_refused_before_anything_runs(tmp_path, change, match):
@@ -76,9 +93,13 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path, change, match):
                   for k, v in params.items()}
     if change == "mlp":
         params["blocks.0.mlp.W_in"] = np.ones((frame.d_model, 4))
+    if change == "stacked":  # a sweep snapshot: every array has a seed axis
+        params = {k: np.stack([v, v]) for k, v in params.items()}
     path = str(tmp_path / "w.npz")
     save_npz(params, path)
-    c.weights = path
+    c.weights = path if change != "missing" else str(tmp_path / "nothere.npz")
+    if change == "both":
+        c.from_workdir = str(tmp_path)
     if change == "tau":
         c.tau = -1.0
     wd = str(tmp_path / "run")
@@ -86,3 +107,71 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path, change, match):
         rd.run(c, wd)
     assert "\n" not in str(err.value)
     assert not os.path.exists(wd)
+
+
+def test_detects_one_seed_of_a_workdir_as_its_own_run_did(tiny_run, tmp_path):
+    """--from_workdir --seed reads the model back through mechjax.runs, in the task the run was
+    trained on, and finds what the training run found for that seed (same data, same model)."""
+    wd, trained = tiny_run
+    c = tiny.get_config()
+    c.recall_icl.enabled = False
+    c.recall_icl.n_common = 6      # a different spec here: the run's own config must win
+    c.from_workdir, c.from_seed = wd, 1
+    got = rd.run(c, str(tmp_path / "again"))["weights"]
+    want = trained["recall_icl"]["per_seed"][1]
+    assert got["source"].startswith(f"workdir {wd}, sweep recall_icl, seed 1, step ")
+    for k in ("kept", "n_kept", "acc/full", "acc/circuit", "manifold_explained_fraction"):
+        assert got[k] == want[k]
+
+
+@pytest.mark.parametrize("change, match", [
+    ("no_dir", r"^--from_workdir=.*nowhere: workdir .* is not a folder$"),
+    ("seed", r"^--from_workdir=.*: seed=7 is not in this run; seeds: \[0, 1\]$"),
+    ("step", r"^--from_workdir=.*: step=3 has no saved parameters; saved steps: \[100\]$"),
+])
+def test_bad_workdir_source_is_refused_in_one_line(tiny_run, tmp_path, change, match):
+    wd, _ = tiny_run
+    c = tiny.get_config()
+    c.from_workdir = str(tmp_path / "nowhere") if change == "no_dir" else wd
+    c.from_seed = 7 if change == "seed" else 0
+    c.from_step = 3 if change == "step" else -1
+    with pytest.raises(ConfigError, match=match):
+        rd.run(c, str(tmp_path / "run"))
+    assert not os.path.exists(tmp_path / "run")
+
+
+def test_model_outside_the_assumptions_warns_with_the_explained_fraction(tmp_path):
+    """Standard Q/K/V/O and learned embeddings: detection still runs, with a ManifoldWarning
+    naming each deviation and the explained fraction, and the deviations in the summary."""
+    c, frame, basis = _setting_basis()
+    d = frame.d_model
+    rng = np.random.default_rng(0)
+    params = {"embed.W_E": rng.normal(size=(frame.tokens.n_tokens, d)) * 0.1,
+              "pos_embed.W_pos": np.asarray(ib.fixed_params(frame)["pos_embed.W_pos"]),
+              "unembed.W_U": rng.normal(size=(d, frame.tokens.n_out))}
+    for l in range(frame.n_layers):
+        for m in ("W_Q", "W_K", "W_V"):
+            params[f"blocks.{l}.attn.{m}"] = rng.normal(size=(1, d, 8)) / np.sqrt(d)
+        params[f"blocks.{l}.attn.W_O"] = rng.normal(size=(1, 8, d)) / np.sqrt(8)
+    path = str(tmp_path / "standard.npz")
+    save_npz(params, path)
+    c.weights = path
+    c.recall_icl.enabled = False
+    with pytest.warns(dt.ManifoldWarning, match=r"standard W_Q/W_K.*standard W_V/W_O.*token "
+                      r"embeddings are not the frame's.*manifold explains 0\.\d{3}"):
+        w = rd.run(c, str(tmp_path / "run"))["weights"]
+    assert 0 < w["manifold_explained_fraction"] < 1
+    assert any("token embeddings" in x for x in w["deviations"])
+    assert any("W_OV is not the frame's" in x for x in w["deviations"])
+
+
+def test_cli_short_flags_and_one_line_error(tmp_path):
+    """``--weights`` is ``--config.weights``: a missing file is one line on stderr, exit != 0."""
+    missing = str(tmp_path / "missing.npz")
+    proc = subprocess.run([sys.executable, "-m", "experiments.imir_detect",
+                           f"--workdir={tmp_path / 'run'}", f"--weights={missing}"],
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1] == \
+        f"error: --weights={missing}: weights file {missing!r} does not exist"
+    assert not os.path.exists(tmp_path / "run")

@@ -1,8 +1,9 @@
 """python -m experiments.imir_detect --workdir=DIR [--config=...] [--config.tau=...]
-[--config.weights=FILE.npz --config.weights_setting=recall_icl] [--overwrite]"""
+[--weights=FILE.npz | --from_workdir=RUN --seed=N [--step=K]] [--config.weights_setting=khop]
+[--overwrite]"""
 from experiments.imir_detect import run
-from experiments.imir_detect.schema import SCHEMA
+from experiments.imir_detect.schema import ALIASES, SCHEMA
 from mechjax.experiment import run_cli
 
 if __name__ == "__main__":
-    run_cli(run.run, run.format_summary, __file__, SCHEMA)
+    run_cli(run.run, run.format_summary, __file__, SCHEMA, aliases=ALIASES)

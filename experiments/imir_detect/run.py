@@ -7,10 +7,11 @@ weights, so off-manifold noise is present) is trained for ``n_seeds`` seeds in o
 (``run_sweep``), then each seed's weights go through ``mechjax.analysis.imir.detect``: the
 explained fraction, greedy elimination to the budget ``tau``, units, circuits, canonical units
 vs helpers, accuracies of the full model, the circuit and the circuit without helpers.
-``--config.weights=FILE.npz`` detects a given model instead (read in ``weights_setting``'s
-frame), training nothing.
+``--weights=FILE.npz`` or ``--from_workdir=RUN --seed=N`` detects a given model instead (read in
+``weights_setting``'s frame; a run imir_detect trained is read in the task it was trained on),
+training nothing (``mechjax.analysis.imir.sources``).
 
-Data flow: config -> build (every check, the weights file included) -> per setting: train ->
+Data flow: config -> build (every check, a given model's shape included) -> per setting: train ->
 detect per seed -> summary.json (per seed + seed_stats) and figures.
 """
 from __future__ import annotations
@@ -24,9 +25,10 @@ import numpy as np
 
 from mechjax import experiment
 from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import circuits as cc
 from mechjax.analysis.imir import detect as dt
 from mechjax.analysis.imir import explain as ex
+from mechjax.analysis.imir import sources as src
+from mechjax.analysis.imir.truncated import TruncatedTrainer
 from mechjax.analysis.seeds import format_stats, seed_stats
 from mechjax.config import ConfigError
 from mechjax.io import write_json
@@ -34,8 +36,7 @@ from mechjax.plots import imir_detect as plots
 from mechjax.plots.save import save_figure
 from mechjax.sweep import log, run_sweep
 from mechjax.tasks import blocklist as bl
-from mechjax.train import TrainConfig, make_train
-from mechjax.weights import read_npz
+from mechjax.train import TrainConfig
 
 from experiments.imir_detect.schema import SCHEMA, SETTINGS
 
@@ -63,39 +64,66 @@ def setting(name: str, s: dict) -> dict:
     return {"name": name, "cfg": s, "spec": spec, "frame": frame, "basis": ib.make_basis(frame)}
 
 
+SPEC_KEYS = ("hops", "n_layers", "n_heads", "n_common", "n_rare", "n_blocks", "f_r", "f_v")
+
+
+def given_model(c: dict) -> src.Source | None:
+    """The model ``--weights`` or ``--from_workdir --seed`` names (None: train)."""
+    if c["weights"] and c["from_workdir"]:
+        raise ConfigError(f"--weights={c['weights']} and --from_workdir={c['from_workdir']}: "
+                          "give one model source, not both")
+    try:
+        if c["weights"]:
+            return src.from_file(c["weights"])
+        if c["from_workdir"]:
+            step = None if c["from_step"] < 0 else c["from_step"]
+            return src.from_run(c["from_workdir"], c["from_seed"], step, c["weights_setting"])
+    except ex.DetectError as err:
+        raise ConfigError(str(err)) from None
+    return None
+
+
 def build(config) -> dict:
-    """Every check before anything is computed (the weights file's shape included)."""
+    """Every check before anything is computed (a given model's shape included)."""
     c = {k: experiment.as_dict(config[k]) if hasattr(config[k], "keys") else config[k]
          for k in SCHEMA.keys}
     dt.check_tau(c["tau"])
+    source = given_model(c)
     settings = {}
     for name in SETTINGS:
         s = c[name]
         if s["steps"] % s["eval_every"]:
             raise ConfigError(f"{name}.steps={s['steps']} must be a multiple of "
                               f"{name}.eval_every={s['eval_every']}")
-        if s["enabled"] or (c["weights"] and name == c["weights_setting"]):
+        if source is not None and name == c["weights_setting"]:
+            # a model imir_detect trained: read it in the task it was trained on
+            trained = (source.run_config or {}).get(name) or {}
+            settings[name] = setting(name, {**s, **{k: trained[k] for k in SPEC_KEYS
+                                                      if k in trained}})
+        elif s["enabled"] and source is None:
             settings[name] = setting(name, s)
-    weights = None
-    if c["weights"]:
-        weights = read_npz(c["weights"])
-        target = settings[c["weights_setting"]]
+    if source is not None:
+        flag = (f"--weights={c['weights']}" if c["weights"]
+                else f"--from_workdir={c['from_workdir']}")
         try:
-            ex.check_shapes(ex.effective_weights(weights), target["frame"])
+            ex.check_shapes(ex.effective_weights(source.params), settings[c["weights_setting"]]
+                            ["frame"])
         except ex.DetectError as err:
-            raise ConfigError(f"--config.weights={c['weights']}: {err}") from None
+            raise ConfigError(f"{flag}: {err} (setting {c['weights_setting']})") from None
     elif not any(c[n]["enabled"] for n in SETTINGS):
-        raise ConfigError("no setting is enabled and no --config.weights given: nothing to do")
-    return {"c": c, "settings": settings, "weights": weights}
+        raise ConfigError("no setting is enabled and neither --weights nor --from_workdir is "
+                          "given: nothing to do")
+    return {"c": c, "settings": settings, "source": source}
 
 
 def train(st: dict, seeds: list[int], workdir: str) -> dict[str, np.ndarray]:
     """All seeds of one setting in one program; returns trained params ``{name: [n_seeds, ..]}``."""
     s, frame, spec = st["cfg"], st["frame"], st["spec"]
     task = bl.blocklist_task(spec, s["batch_size"], eval_size=512)
-    trainer = make_train(task, ib.imir_config(frame),
-                         TrainConfig(steps=s["steps"], eval_every=s["eval_every"],
-                                     optimizer="adam"))
+    # the exact forward on the populated path blocks (mechjax.analysis.imir.truncated)
+    trainer = TruncatedTrainer(frame, task, ib.imir_config(frame),
+                               TrainConfig(steps=s["steps"], eval_every=s["eval_every"],
+                                           optimizer="adam"))
     fixed = ib.fixed_params(frame)
     shapes = {k: v.shape for k, v in ib.zero_trainables(frame).items()}
 
@@ -118,12 +146,18 @@ def _batches(st: dict, d: dict, seed: int):
             bl.sample(st["spec"], jax.random.key(20_000 + seed), tp, d["eval_size"]))
 
 
-def detect_one(st: dict, params: dict, d: dict, tau: float, seed: int) -> dt.Detection:
+def detect_one(st: dict, params: dict, d: dict, tau: float, seed: int) -> tuple[dt.Detection, dict]:
+    """The detection and its JSON report (with the head-level comparison when asked)."""
     batch, eval_batch = _batches(st, d, seed)
-    return dt.detect(params, st["basis"], batch, tau, eval_batch=eval_batch,
-                     exact_max=d["exact_max"], screen=d["screen"], refresh=d["refresh"],
-                     bulk_fraction=d["bulk_fraction"], overshoot=d["overshoot"],
-                     curve_points=d["curve_points"])
+    det = dt.detect(params, st["basis"], batch, tau, eval_batch=eval_batch,
+                    exact_max=d["exact_max"], screen=d["screen"], refresh=d["refresh"],
+                    bulk_fraction=d["bulk_fraction"], overshoot=d["overshoot"],
+                    cost_bulk=d["cost_bulk"],
+                    curve_points=d["curve_points"])
+    rep = dt.report(det)
+    if d["head_ablation"]:
+        rep["heads"] = dt.against_heads(params, det, st["basis"], eval_batch, tau)
+    return det, rep
 
 
 def recovered(name: str, rep: dict) -> bool | None:
@@ -143,6 +177,11 @@ def summarise(name: str, reports: list[dict], seeds: list[int]) -> dict:
         out["canonical_recovered"] = rec
     gap = [r["acc/full"] - r["acc/circuit"] for r in reports]
     out["acc_gap_full_minus_circuit"] = seed_stats(gap)
+    if "heads" in reports[0]:
+        out["heads/n_helpers_in_unimportant_heads"] = seed_stats(
+            [r["heads"]["n_helpers_in_unimportant_heads"] for r in reports])
+        out["heads/n_heads_important"] = seed_stats(
+            [r["heads"]["n_heads_important"] for r in reports])
     out["n_circuits_with_4_canonical"] = seed_stats(
         [sum(c["n_canonical"] >= 4 for c in r["circuits"]) for r in reports])
     return out
@@ -167,22 +206,32 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     seeds = experiment.seeds(config)
     fig_dir = os.path.join(workdir, "figures")
     summary: dict[str, Any] = {"tau": c["tau"]}
-    if b["weights"] is not None:
+    if b["source"] is not None:
         st = b["settings"][c["weights_setting"]]
-        det = detect_one(st, b["weights"], c["detect"], c["tau"], 0)
-        summary["weights"] = {"file": c["weights"], "setting": st["name"], **dt.report(det)}
+        # a run's seed draws the data its own training run detected on
+        det, rep = detect_one(st, b["source"].params, c["detect"], c["tau"],
+                              c["from_seed"] if c["from_workdir"] else 0)
+        if det.deviations:
+            log(f"warning: {b['source'].description} is outside the IMIR assumptions "
+                f"({'; '.join(det.deviations)}); the manifold explains "
+                f"{det.explained['total']:.3f} of its KQ/unembedding weights")
+        summary["weights"] = {"source": b["source"].description, "file": c["weights"],
+                              "setting": st["name"], **rep}
         figures(st, [det], fig_dir, [0])
     else:
         for name, st in b["settings"].items():
             stacked = train(st, seeds, workdir)
-            dets = []
+            dets, reps = [], []
             for i, seed in enumerate(seeds):
-                dets.append(detect_one(st, {k: v[i] for k, v in stacked.items()}, c["detect"],
-                                       c["tau"], seed))
-                log(f"{name} seed {seed}: kept {int(dets[-1].elimination.kept.sum())} "
-                    f"coordinates, acc full {dets[-1].accuracy['full']:.3f} circuit "
-                    f"{dets[-1].accuracy['circuit']:.3f}")
-            summary[name] = summarise(name, [dt.report(d) for d in dets], seeds)
+                det, rep = detect_one(st, {k: v[i] for k, v in stacked.items()}, c["detect"],
+                                      c["tau"], seed)
+                dets.append(det)
+                reps.append(rep)
+                log(f"{name} seed {seed}: kept {rep['n_kept']} coordinates, {rep['n_canonical']}"
+                    f" canonical units, {rep['n_helpers']} helpers; acc full "
+                    f"{rep['acc/full']:.3f} circuit {rep['acc/circuit']:.3f} without helpers "
+                    f"{rep['acc/circuit_without_helpers']:.3f}")
+            summary[name] = summarise(name, reps, seeds)
             figures(st, dets, fig_dir, seeds)
     write_json(os.path.join(workdir, "summary.json"), summary)
     return summary
@@ -192,14 +241,20 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines = [f"tau: {summary['tau']}"]
     if "weights" in summary:
         w = summary["weights"]
-        lines += [f"{k:>32s}: {w[k]}" for k in ("file", "setting", *STAT_KEYS, "deviations",
+        lines += [f"{k:>32s}: {w[k]}" for k in ("source", "setting", *STAT_KEYS, "deviations",
                                                  "abgd_found")]
+        if "heads" in w:
+            lines.append(f"{'helpers in harmless heads':>32s}: "
+                         f"{w['heads']['helpers_in_unimportant_heads']}")
     for name in SETTINGS:
         if name not in summary:
             continue
         s = summary[name]
         lines.append(f"{name}:")
-        for k in (*STAT_KEYS, "acc_gap_full_minus_circuit", "n_circuits_with_4_canonical"):
+        for k in (*STAT_KEYS, "acc_gap_full_minus_circuit", "n_circuits_with_4_canonical",
+                  "heads/n_heads_important", "heads/n_helpers_in_unimportant_heads"):
+            if k not in s:
+                continue
             lines.append(f"{k:>32s}: {format_stats(s[k])}")
         if "canonical_recovered" in s:
             lines.append(f"{'canonical_recovered':>32s}: {s['canonical_recovered']}")
@@ -207,4 +262,7 @@ def format_summary(summary: dict[str, Any]) -> str:
             lines.append(f"{'seed ' + str(s['seeds'][i]):>32s}: canonical "
                          f"{[u for u, k in r['units'].items() if k != 'helper']} helpers "
                          f"{[u for u, k in r['units'].items() if k == 'helper']}")
+            if "heads" in r:
+                lines.append(f"{'':>32s}  helpers in heads whose ablation is harmless: "
+                             f"{r['heads']['helpers_in_unimportant_heads']}")
     return "\n".join(lines)

@@ -5,6 +5,9 @@ from mechjax.config_schema import (SEEDS, Schema, Section, boolean, choice, frac
 
 SETTINGS = ("recall_icl", "recall_iwl", "khop")
 UNIT = dict(zero_ok=True)
+# short flags of __main__ (mechjax.experiment.run_cli aliases): --weights, --from_workdir, --seed
+ALIASES = {"weights": "weights", "from_workdir": "from_workdir", "seed": "from_seed",
+           "step": "from_step"}
 
 
 def _setting(doc: str) -> Section:
@@ -30,9 +33,15 @@ SCHEMA = Schema(
     **SEEDS,
     tau=number("loss budget: elimination stops before the loss exceeds "
                "loss(projected model) + tau", gt=0.0),
-    weights=text("a .npz state dict to detect instead of training ('' = train)", default=""),
-    weights_setting=choice(SETTINGS, "the setting (task and frame) --config.weights is read in",
-                           default="recall_icl"),
+    weights=text("a .npz state dict to detect instead of training ('' = train); alias "
+                 "--weights", default=""),
+    from_workdir=text("a mechjax run's workdir to detect one seed of instead of training ('' = "
+                      "train); alias --from_workdir", default=""),
+    from_seed=integer("the seed of --from_workdir to detect; alias --seed", min=0, default=0),
+    from_step=integer("the saved step of --from_workdir (-1: the latest); alias --step", min=-1,
+                      default=-1),
+    weights_setting=choice(SETTINGS, "the setting (task and frame) a given model is read in (and "
+                           "the sweep of a workdir with several)", default="recall_icl"),
     recall_icl=_setting("2-layer associative recall, in-context data (alpha, beta, gamma)"),
     recall_iwl=_setting("2-layer associative recall, in-weights data (delta)"),
     khop=_setting("2-hop induction in 5 layers"),
@@ -44,7 +53,12 @@ SCHEMA = Schema(
         screen=integer("candidates re-measured per step above exact_max"),
         refresh=integer("steps between full re-measurements above exact_max"),
         bulk_fraction=fraction("share of tau the bulk pre-pass may spend"),
+        cost_bulk=fraction("above exact_max: share of the budget left that each removal of the "
+                           "cheapest coordinates (by the cost table) at once may spend (0: off)",
+                           zero_ok=True, default=0.0),
         overshoot=integer("removals recorded past the budget (accuracy curve)", min=0),
         curve_points=integer("points of the accuracy-vs-kept curve", min=2),
+        head_ablation=boolean("also mean-ablate every head (head-level analysis) and report the "
+                              "kept units it cannot see", default=True),
     ),
 )

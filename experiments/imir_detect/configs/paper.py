@@ -15,6 +15,9 @@ def get_config():
     c.seed_offset = 0
     c.tau = 0.05
     c.weights = ""
+    c.from_workdir = ""
+    c.from_seed = 0
+    c.from_step = -1
     c.weights_setting = "recall_icl"
     c.recall_icl = _recall(f_r=0.8, f_v=0.5)
     c.recall_iwl = _recall(f_r=0.0, f_v=0.0)
@@ -22,5 +25,6 @@ def get_config():
                   f_r=0.8, f_v=0.5, steps=6000, eval_every=500, lr=0.01, batch_size=128,
                   init_std=0.01)
     c.detect = dict(batch_size=1024, eval_size=2048, exact_max=512, screen=32, refresh=16,
-                    bulk_fraction=0.25, overshoot=64, curve_points=48)
+                    bulk_fraction=0.25, cost_bulk=0.0, overshoot=64, curve_points=48,
+                    head_ablation=True)
     return c

@@ -12,6 +12,9 @@
 3. ``circuits``: the surviving coordinates by name, grouped into units and circuits (what reads
    what), canonical units (prev / match / copy / iwl: alpha, beta, gamma, delta) vs helpers.
 
+``against_heads`` sets the result against head-level analysis (``heads``: mean ablation of
+whole heads): which kept units live in heads whose ablation is harmless.
+
 Accuracies are read on a separate ``eval_batch`` (selection and report on different data):
 ``full`` (the model's own effective weights), ``projected`` (all coordinates), ``circuit`` (the
 kept ones) and ``canonical`` (the kept canonical units only: the circuit without its helpers).
@@ -29,9 +32,11 @@ import numpy as np
 
 from mechjax.analysis.imir import circuits as cc
 from mechjax.analysis.imir import explain as ex
+from mechjax.analysis.imir import heads as hd
 from mechjax.analysis.imir import project as proj
+from mechjax.analysis.imir import truncated as tr
 from mechjax.analysis.imir.basis import Basis, fixed_params, imir_config
-from mechjax.analysis.imir.eliminate import Elimination, eliminate
+from mechjax.analysis.imir.eliminate import Elimination, Staged, eliminate
 from mechjax.analysis.imir.loss import readout_accuracy, readout_loss
 
 Batch = Mapping[str, jax.Array]
@@ -79,31 +84,76 @@ def coord_norms(basis: Basis) -> np.ndarray:
 def model_fns(basis: Basis):
     """``loss(theta, batch)``, ``accuracy(theta, batch)`` of the projected IMIR model and
     ``path(theta, masks [m, n], batch) -> (loss [m], acc [m])``; one set per basis, so their
-    compilations serve every model of that basis."""
+    compilations serve every model of that basis. An unrotated frame runs the exact
+    ``truncated`` forward on the populated path blocks (15-20x less work at 5 layers)."""
     cfg = imir_config(basis.frame)
     fixed = fixed_params(basis.frame)
 
+    if basis.frame.rotation is None:
+        def both(theta, batch):
+            return tr.query_loss_and_accuracy({**fixed, **tr.theta_weights(basis, theta)},
+                                              batch, basis.frame, cfg)
+    else:
+        def both(theta, batch):
+            params = {**fixed, **proj.weights(basis, theta)}
+            return readout_loss(params, cfg, batch), readout_accuracy(params, cfg, batch)
+
     def loss(theta, batch):
-        return readout_loss({**fixed, **proj.weights(basis, theta)}, cfg, batch)
+        return both(theta, batch)[0]
 
     def acc(theta, batch):
-        return readout_accuracy({**fixed, **proj.weights(basis, theta)}, cfg, batch)
+        return both(theta, batch)[1]
 
-    path = jax.jit(jax.vmap(lambda th, m, b: (loss(th * m, b), acc(th * m, b)), (None, 0, None)))
+    path = jax.jit(lambda th, ms, b: jax.lax.map(lambda m: both(th * m, b), ms))
     return loss, acc, path
 
 
-def effective_accuracy(eff: ex.Effective, basis: Basis, batch: Batch) -> float:
-    """Accuracy of the model itself, run as a merged attention-only model with its effective
-    ``W_KQ`` / ``W_OV`` / embeddings (exact for a bias-free attention-only model)."""
+@functools.lru_cache(maxsize=16)
+def staged_loss(basis: Basis) -> Staged | None:
+    """The projected model's loss split at layers (``eliminate.Staged``): a coordinate of layer
+    ``l``'s ``W_KQ`` re-runs layers ``>= l``, one of ``W_U`` only the readout. None for a rotated
+    frame (no truncated forward)."""
     f = basis.frame
-    params = {"embed.W_E": eff.w_e, "pos_embed.W_pos": eff.w_pos[: f.n_pos],
+    if f.rotation is not None:
+        return None
+    cfg, fixed = imir_config(f), fixed_params(f)
+    stage_of = np.concatenate([np.full(g.size, f.n_layers if g.head is None
+                                       else int(g.param.split(".")[1])) for g in basis.groups])
+
+    def params(theta):
+        return {**fixed, **tr.theta_weights(basis, theta)}
+
+    return Staged(stage_of,
+                  lambda theta, stage, batch: tr.stage_input(params(theta), batch, f, cfg, stage),
+                  lambda theta, cache, stage, batch: tr.stage_loss(params(theta), cache, batch,
+                                                                   f, cfg, stage)[0])
+
+
+def merged_params(eff: ex.Effective, frame) -> dict[str, jax.Array]:
+    """The model as a merged attention-only mechjax model of ``imir_config(frame)``: its
+    effective ``W_KQ`` / ``W_OV`` / embeddings (exact for a bias-free attention-only model)."""
+    params = {"embed.W_E": eff.w_e, "pos_embed.W_pos": eff.w_pos[: frame.n_pos],
               "unembed.W_U": eff.w_u}
     for l in range(eff.n_layers):
         params[f"blocks.{l}.attn.W_KQ"] = eff.kq[l]
         params[f"blocks.{l}.attn.W_OV"] = eff.ov[l]
-    params = {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
-    return float(readout_accuracy(params, imir_config(f), batch))
+    return {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
+
+
+def effective_accuracy(eff: ex.Effective, basis: Basis, batch: Batch) -> float:
+    """Accuracy of the model itself (``merged_params``)."""
+    return float(readout_accuracy(merged_params(eff, basis.frame), imir_config(basis.frame),
+                                  batch))
+
+
+def against_heads(params: Mapping[str, np.ndarray], det: Detection, basis: Basis, batch: Batch,
+                  tau: float, attn_scale: float | None = None) -> dict:
+    """Head-level analysis of the same model (``heads``: every head mean-ablated on ``batch``,
+    important above ``tau``) and the detected units it cannot see; ``heads.report``'s dict."""
+    eff = ex.effective_weights(params, attn_scale)
+    ablation = hd.head_ablation(merged_params(eff, basis.frame), imir_config(basis.frame), batch,
+                                tau)
+    return hd.report(det.units, det.kinds, ablation)
 
 
 def check_tau(tau: float) -> None:
@@ -115,7 +165,7 @@ def detect(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch, tau: fl
            eval_batch: Batch | None = None, exact_max: int = 512, screen: int = 32,
            refresh: int = 16, bulk_fraction: float = 0.25, chunk: int = 16,
            overshoot: int = 0, curve_points: int = 48, attn_scale: float | None = None,
-           ) -> Detection:
+           cost_bulk: float = 0.0) -> Detection:
     """Detect the circuit of ``params`` (one attention-only model, TransformerLens names) in the
     manifold ``basis`` of its task; ``batch`` drives the elimination, ``eval_batch`` (default
     ``batch``) the reported accuracies. Keyword arguments: ``eliminate``'s."""
@@ -133,7 +183,8 @@ def detect(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch, tau: fl
     loss, _, path_fn = model_fns(basis)
     elim = eliminate(loss, theta, tau, args=(batch,), size=np.abs(np.asarray(theta)) * coord_norms(basis),
                      exact_max=exact_max, screen=screen, refresh=refresh,
-                     bulk_fraction=bulk_fraction, chunk=chunk, overshoot=overshoot)
+                     bulk_fraction=bulk_fraction, chunk=chunk, overshoot=overshoot,
+                     staged=staged_loss(basis), cost_bulk=cost_bulk)
     kept_units = cc.units(basis, np.flatnonzero(elim.kept))
     kinds = cc.classify(kept_units)
     circs, unread = cc.circuits(basis, kept_units)

@@ -3,7 +3,7 @@
 Given ``loss(theta)`` (the readout loss of the model ``W(theta)``) and trained coordinates
 ``theta``, repeatedly set to zero the active coordinate whose removal raises the loss least,
 until the cheapest removal would push the loss past ``budget = loss(theta) + tau``. What is left
-is the circuit. Every step evaluates its candidate ablations as one ``vmap`` (in fixed-size
+is the circuit. Every step evaluates its candidate ablations in one compiled loop (in fixed-size
 chunks, so one compilation serves the whole run).
 
 Large bases (thousands of coordinates: 5 layers) make the exact greedy quadratic in the number of
@@ -13,6 +13,10 @@ coordinates, so two documented shortcuts apply above ``exact_max`` active coordi
   the longest prefix of the smallest whose *joint* removal costs at most ``bulk_fraction * tau``
   is removed at once (bisection on the prefix length, one loss per probe). It only removes what
   is jointly negligible, and it spends part of the budget, which the greedy phase then honours.
+* **cost-ordered bulk** (``cost_bulk > 0``): after each refresh of the cost table (below), the
+  longest prefix of the coordinates cheapest by the table whose joint removal spends at most
+  ``cost_bulk`` of the budget left is removed at once, then the table is refreshed; for bases
+  with no size gap (a trained 5-layer model spreads over thousands of coordinates).
 * **lazy screening**: the single-ablation costs of every active coordinate are measured
   exactly, then each step re-measures only the ``screen`` cheapest by that (stale) table and
   removes the best of them; the table is refreshed every ``refresh`` steps. Removal costs change
@@ -30,6 +34,19 @@ import jax.numpy as jnp
 import numpy as np
 
 LossOfTheta = Callable[..., jax.Array]  # loss(theta [n], *args) -> scalar
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Staged:
+    """The same loss split at stages (layers), so that a candidate re-runs only what it changes:
+    ``suffix(theta, prefix(theta, s, *args), s, *args) == loss(theta, *args)`` for every stage
+    ``s`` (static), and coordinate ``i`` does not change ``prefix(.., s, ..)`` for any
+    ``s <= stage_of[i]``. Each step then computes one prefix per stage present among its
+    candidates and only the suffixes per candidate."""
+
+    stage_of: np.ndarray                     # int [n]
+    prefix: Callable[..., jax.Array]         # prefix(theta, stage, *args) -> cache
+    suffix: Callable[..., jax.Array]         # suffix(theta, cache, stage, *args) -> scalar
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,41 +79,69 @@ def _compiled(loss: Callable) -> tuple[Callable, Callable]:
     if loss not in _JITTED:
         _JITTED[loss] = (
             jax.jit(lambda th, m, args: loss(th * m, *args)),
-            jax.jit(jax.vmap(lambda th, m, i, args: loss(th * m.at[i].set(0.0), *args),
-                             (None, None, 0, None))))
+            # lax.map: one compiled loop over a chunk; on CPU a vmap of the candidates is
+            # slower per candidate (measured 0.020 s vs 0.012 s, 5-layer 2-hop, 256 sequences)
+            jax.jit(lambda th, m, idx, args: jax.lax.map(
+                lambda i: loss(th * m.at[i].set(0.0), *args), idx)))
     return _JITTED[loss]
 
 
-class _Evaluator:
-    """``loss(theta * mask)`` for one mask, and vmapped single ablations of a mask."""
+def _compiled_staged(staged: Staged) -> tuple[Callable, Callable]:
+    if staged not in _JITTED:
+        _JITTED[staged] = (
+            jax.jit(lambda th, m, stage, args: staged.prefix(th * m, stage, *args),
+                    static_argnums=2),
+            jax.jit(lambda th, m, idx, cache, stage, args: jax.lax.map(
+                lambda i: staged.suffix(th * m.at[i].set(0.0), cache, stage, *args), idx),
+                static_argnums=4))
+    return _JITTED[staged]
 
-    def __init__(self, loss: Callable, theta: jax.Array, args: tuple, chunk: int):
-        self.chunk, self.theta, self.args = chunk, theta, args
+
+class _Evaluator:
+    """``loss(theta * mask)`` for one mask, and the single ablations of a mask in chunks
+    (per stage when the loss is ``Staged``)."""
+
+    def __init__(self, loss: Callable, theta: jax.Array, args: tuple, chunk: int,
+                 staged: Staged | None = None):
+        self.chunk, self.theta, self.args, self.staged = chunk, theta, args, staged
         self.n_evals = 0
         self._one, self._many = _compiled(loss)
+        if staged is not None:
+            self._prefix, self._suffixes = _compiled_staged(staged)
 
     def one(self, mask: np.ndarray) -> float:
         self.n_evals += 1
         return float(self._one(self.theta, jnp.asarray(mask, jnp.float32), self.args))
 
-    def ablations(self, mask: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        """Loss after removing each ``idx[j]`` alone from ``mask``."""
-        m = jnp.asarray(mask, jnp.float32)
+    def _chunks(self, idx: np.ndarray, run: Callable) -> np.ndarray:
         out = []
         for s in range(0, len(idx), self.chunk):
             part = idx[s: s + self.chunk]
             # padded to one chunk size: one compilation for every call
             padded = np.concatenate([part, np.full(self.chunk - len(part), part[0])])
-            out.append(np.asarray(self._many(self.theta, m, jnp.asarray(padded),
-                                             self.args))[: len(part)])
-        self.n_evals += len(idx)
+            out.append(np.asarray(run(jnp.asarray(padded)))[: len(part)])
         return np.concatenate(out).astype(np.float64)
+
+    def ablations(self, mask: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """Loss after removing each ``idx[j]`` alone from ``mask``."""
+        m = jnp.asarray(mask, jnp.float32)
+        self.n_evals += len(idx)
+        if self.staged is None:
+            return self._chunks(idx, lambda part: self._many(self.theta, m, part, self.args))
+        out = np.empty(len(idx))
+        stages = self.staged.stage_of[idx]
+        for stage in np.unique(stages):
+            sel = np.flatnonzero(stages == stage)
+            cache = self._prefix(self.theta, m, int(stage), self.args)
+            out[sel] = self._chunks(idx[sel], lambda part: self._suffixes(
+                self.theta, m, part, cache, int(stage), self.args))
+        return out
 
 
 def _bulk(ev: _Evaluator, mask: np.ndarray, size: np.ndarray, limit: float,
           ) -> tuple[np.ndarray, float]:
-    """The longest prefix of the smallest active coordinates removable jointly within
-    ``limit`` (bisection); returns (removed indices in order, loss after)."""
+    """The longest prefix of the active coordinates, smallest ``size`` first, removable jointly
+    within ``limit`` (bisection); returns (removed indices in order, loss after)."""
     active = np.flatnonzero(mask)
     ranked = active[np.argsort(size[active], kind="stable")]
     lo, hi, loss_lo = 0, len(ranked) - 1, None  # removing ranked[:lo] is known to be fine
@@ -115,20 +160,28 @@ def _bulk(ev: _Evaluator, mask: np.ndarray, size: np.ndarray, limit: float,
 def eliminate(loss: LossOfTheta, theta: jax.Array, tau: float, *,
               size: np.ndarray | None = None, exact_max: int = 512, screen: int = 32,
               refresh: int = 16, bulk_fraction: float = 0.25, chunk: int = 16,
-              overshoot: int = 0, args: tuple = ()) -> Elimination:
+              overshoot: int = 0, args: tuple = (), staged: Staged | None = None,
+              cost_bulk: float = 0.0) -> Elimination:
     """Greedy backward elimination (module docstring).
 
     ``loss(theta [n], *args) -> scalar`` must be jittable (``args``: its data, e.g. a batch;
     passing it rather than closing over it lets one compilation serve many models); ``size [n]`` (the weight-space norm of each
     coordinate, ``|theta_i| sqrt(G_ii)``) orders the bulk pre-pass (default ``|theta_i|``).
     ``overshoot`` more removals past the budget are recorded for the accuracy-vs-size curve.
+    ``staged``: the same loss split at stages (``Staged``); candidates then re-run only the
+    stages they change (the same numbers up to float rounding).
+    ``cost_bulk`` (in (0, 1); 0: off): above ``exact_max``, after each refresh of the cost table,
+    remove at once the longest prefix of the active coordinates *cheapest by that table* whose
+    joint removal stays within ``cost_bulk`` of the budget left; then refresh again. For bases
+    whose coordinate sizes decay smoothly (no gap for the size-ordered pre-pass to cut at), this
+    replaces thousands of single greedy steps by a few bisections.
     """
     if not tau > 0:
         raise ValueError(f"tau={tau!r}: the loss budget must be > 0")
     theta = jnp.asarray(theta, jnp.float32)
     n = theta.shape[0]
     size = np.abs(np.asarray(theta)) if size is None else np.asarray(size, np.float64)
-    ev = _Evaluator(loss, theta, tuple(args), chunk)
+    ev = _Evaluator(loss, theta, tuple(args), chunk, staged)
     mask = np.ones(n, bool)
     loss0 = ev.one(mask)
     budget = loss0 + tau
@@ -150,6 +203,15 @@ def eliminate(loss: LossOfTheta, theta: jax.Array, tau: float, *,
                 table = np.full(n, np.inf)
                 table[active] = ev.ablations(mask, active)
                 age = 0
+                if cost_bulk > 0 and n_accepted is None:
+                    current = after[-1] if after and not np.isnan(after[-1]) else loss0
+                    removed, val = _bulk(ev, mask, table, current + cost_bulk * (budget - current))
+                    if len(removed) > 1:   # one removal is what the greedy step does anyway
+                        mask[removed] = False
+                        order += removed.tolist()
+                        after += [np.nan] * (len(removed) - 1) + [val]
+                        age = refresh       # re-measure what is left before going on
+                        continue
             cand = active[np.argsort(table[active], kind="stable")[:screen]]
             costs = ev.ablations(mask, cand)
             table[cand] = costs
