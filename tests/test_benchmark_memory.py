@@ -3,6 +3,7 @@ to a memory budget; the experiments' cut-down flags exist in their schemas."""
 import importlib
 import sys
 
+import numpy as np
 import pytest
 
 from experiments.benchmark import memory
@@ -11,6 +12,10 @@ MIB = 2 ** 20
 
 
 def test_peak_rss_sees_what_a_child_allocated(tmp_path):
+    # This process holds far more than the children touch: a peak inherited from the parent
+    # (fork and exec keep the high-water mark) would hide the difference.
+    ballast = np.ones(400 * MIB, np.uint8)
+    assert ballast.sum() == 400 * MIB
     small, large = 16, 160  # MiB touched by each child
     touch = "import numpy as np; a = np.ones({} * 2**20, np.uint8); print(a.sum())"
     runs = [memory.peak_rss([sys.executable, "-c", touch.format(m)], str(tmp_path),
@@ -41,3 +46,9 @@ def test_cut_down_flags_name_config_keys(name):
         for part in key.split("."):
             assert part in node, (name, flag)
             node = node[part]
+
+
+def test_a_run_past_its_limit_is_killed_without_a_peak(tmp_path):
+    run = memory.peak_rss([sys.executable, "-c", "import time; time.sleep(30)"], str(tmp_path),
+                          str(tmp_path / "slow.log"), timeout_s=1.0)
+    assert run["rc"] != 0 and run["peak_rss_bytes"] is None and run["seconds"] < 20

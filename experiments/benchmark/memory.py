@@ -4,14 +4,15 @@ against its number of seeds.
 ``python -m experiments.benchmark.memory --out=DIR [--experiments=a,b] [--seeds=8,16,32]
 [--root=PATH]`` runs each measurement as its own child process (``--root``: the source tree it
 imports, default this one, so an older checkout can be measured by the same script) and reads
-the child's peak resident set size from ``os.wait4`` (the kernel's ``ru_maxrss`` of that one
-process). Memory follows the shapes, not the step count, so every run is cut to one or two
+the child's peak resident set size (the kernel's ``ru_maxrss`` of that one process, read by a
+launcher that forked it). Memory follows the shapes, not the step count, so every run is cut to one or two
 compiled chunks (``CASES``: the exact flags); the analyses after training run at full size.
 Prints a table and writes ``DIR/memory.json``.
 """
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -35,28 +36,41 @@ CASES: dict[str, list[str]] = {
 GIB = 1024 ** 3
 
 
+# The measured command runs as the grandchild of a small launcher: Linux carries a process's
+# high-water RSS across fork and exec, so a child forked straight from a large parent (a pytest
+# worker holding JAX) would report the parent's peak, not its own.
+_LAUNCHER = ("import resource, subprocess, sys; rc = subprocess.call(sys.argv[2:]); "
+             "open(sys.argv[1], 'w').write(str(resource.getrusage("
+             "resource.RUSAGE_CHILDREN).ru_maxrss)); sys.exit(rc)")
+
+
 def peak_rss(argv: Sequence[str], root: str, log_path: str, timeout_s: float | None = None,
              ) -> dict[str, Any]:
     """Run ``argv`` in ``root`` (imports from it) and return its exit status, seconds and peak
-    resident memory in bytes (``ru_maxrss`` of that process alone, from ``os.wait4``)."""
+    resident memory in bytes (``ru_maxrss`` of that process alone, read by a launcher that
+    forked it: see ``_LAUNCHER``). Past ``timeout_s`` the run is killed (peak: None)."""
     env = dict(os.environ, PYTHONPATH=root)
+    peak_file = log_path + ".maxrss"
+    if os.path.exists(peak_file):
+        os.remove(peak_file)
     t0 = time.perf_counter()
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(list(argv), cwd=root, env=env, stdout=log,
-                                stderr=subprocess.STDOUT)
-        deadline = None if timeout_s is None else t0 + timeout_s
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if deadline is not None and time.perf_counter() > deadline:
-                proc.kill()
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.5)
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    return {"rc": proc.returncode, "seconds": time.perf_counter() - t0,
-            "peak_rss_bytes": usage.ru_maxrss * 1024, "argv": list(argv), "log": log_path}
+        proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, peak_file, *argv], cwd=root,
+                                env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            rc = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            rc = proc.wait()
+    peak = int(open(peak_file).read()) * 1024 if os.path.exists(peak_file) else None
+    return {"rc": rc, "seconds": time.perf_counter() - t0, "peak_rss_bytes": peak,
+            "argv": list(argv), "log": log_path}
+
+
+def _gib(run: dict[str, Any]) -> str:
+    peak = run["peak_rss_bytes"]
+    return "killed" if peak is None else f"{peak / GIB:.2f} GiB"
 
 
 def experiment_argv(name: str, workdir: str) -> list[str]:
@@ -109,8 +123,7 @@ def main(out: str, names: Sequence[str], seed_counts: Sequence[int], vectorizes:
         r = peak_rss(experiment_argv(name, os.path.join(out, "runs", name)), root,
                      os.path.join(out, f"{name}.log"), timeout_s)
         result["experiments"][name] = r
-        print(f"{name:<16}{r['peak_rss_bytes'] / GIB:>9.2f} GiB{r['seconds']:>9.0f} s  "
-              f"rc {r['rc']}", flush=True)
+        print(f"{name:<16}{_gib(r):>13}{r['seconds']:>9.0f} s  rc {r['rc']}", flush=True)
         write_json(path, result)
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     for vectorize in vectorizes:
@@ -119,9 +132,9 @@ def main(out: str, names: Sequence[str], seed_counts: Sequence[int], vectorizes:
             r = peak_rss(sweep_argv(s, vectorize, steps), here,
                          os.path.join(out, f"sweep_{vectorize}_{s}.log"), timeout_s)
             rows[s] = r
-            print(f"assign_add sweep {vectorize} S={s:<4}{r['peak_rss_bytes'] / GIB:>9.2f} GiB"
-                  f"{r['seconds']:>9.0f} s  rc {r['rc']}", flush=True)
-        ok = {s: r for s, r in rows.items() if r["rc"] == 0}
+            print(f"assign_add sweep {vectorize} S={s:<4}{_gib(r):>13}{r['seconds']:>9.0f} s  "
+                  f"rc {r['rc']}", flush=True)
+        ok = {s: r for s, r in rows.items() if r["rc"] == 0 and r["peak_rss_bytes"] is not None}
         entry: dict[str, Any] = {"rows": rows}
         if len(ok) >= 2:
             b, m = linear_fit(list(ok), [r["peak_rss_bytes"] for r in ok.values()])
