@@ -83,21 +83,26 @@ def _last_layer_at(params: Params, layer: int, x: jax.Array, position: int, cfg:
     inp = _layer_norm(params, pre + "ln1.", x, cfg, _identity_hook) \
         if cfg.normalization == "pre" else x
     n_keys = position + 1 if cfg.causal else n_pos
-    keys = inp[:, :n_keys]
+    keys = inp[:, :n_keys] if cfg.causal else inp
     q = jnp.einsum("bd,hde->bhe", inp[:, position], params[pre + "attn.W_Q"])
     if cfg.use_bias:
         q = q + params[pre + "attn.b_Q"]  # b_K adds the same score to every key: softmax ignores it
     u = jnp.einsum("bhe,hde->bhd", q, params[pre + "attn.W_K"])
     pattern = jax.nn.softmax(jnp.einsum("bhd,bkd->bhk", u, keys) / cfg.scale, axis=-1)
-    pattern_drop = _row_of((batch, cfg.n_heads, n_pos, n_pos), 2, position)
-    pattern = pattern_drop(jnp.pad(pattern, ((0, 0), (0, 0), (0, n_pos - n_keys))),
-                           cfg.dropout, k_attn)[..., :n_keys]
+    dropping = k_attn is not None and cfg.dropout > 0.0
+    if dropping:
+        pattern_drop = _row_of((batch, cfg.n_heads, n_pos, n_pos), 2, position)
+        pattern = pattern_drop(jnp.pad(pattern, ((0, 0), (0, 0), (0, n_pos - n_keys))),
+                               cfg.dropout, k_attn)[..., :n_keys]
     mixed = jnp.einsum("bhk,bkd->bhd", pattern, keys)
     w_vo = jnp.einsum("hde,hef->hdf", params[pre + "attn.W_V"], params[pre + "attn.W_O"])
     out = jnp.einsum("bhd,hdf->bf", mixed, w_vo)
-    if cfg.use_bias:  # b_V enters weighted by each row's (dropped-out) pattern mass
+    if cfg.use_bias and dropping:  # b_V enters weighted by each row's dropped-out pattern mass
         b_vo = jnp.einsum("he,hed->hd", params[pre + "attn.b_V"], params[pre + "attn.W_O"])
         out = out + jnp.einsum("bh,hd->bd", pattern.sum(-1), b_vo) + params[pre + "attn.b_O"]
+    elif cfg.use_bias:  # rows of the pattern sum to one, so b_V passes through unchanged
+        out = out + jnp.einsum("he,hed->d", params[pre + "attn.b_V"], params[pre + "attn.W_O"])
+        out = out + params[pre + "attn.b_O"]
     resid = _add_and_norm(params, pre + "ln1.", x[:, position],
                           row(d_model)(out, cfg.dropout, k_attn_out), cfg)
     if cfg.has_mlp(layer):
