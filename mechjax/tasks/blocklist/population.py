@@ -80,32 +80,9 @@ class Support:
         tok = np.asarray(self.batch["tokens"])
         qpos = np.asarray(self.batch["query_pos"])
         tgt = np.asarray(self.batch["target"])
-        t, l, n_c = tok.shape[1], spec.cyc, spec.n_common
-        starts = {"rare": spec.n_common, "cond": spec.n_common + spec.n_rare}
-        rows = []
-        for row, q, y in zip(tok, qpos, tgt):
-            seq = np.roll(row, t - 1 - q)
-            cyc_map: dict[int, tuple[int, int]] = {}
-            other: dict[int, int] = {}
-            counters = {"rare": 0, "cond": 0}
-            out = []
-            for x in list(seq) + [y]:
-                x = int(x)
-                if x < n_c:
-                    c, j = divmod(x, l)
-                    if c not in cyc_map:
-                        cyc_map[c] = (len(cyc_map), j)
-                    nc, j0 = cyc_map[c]
-                    out.append(nc * l + (j - j0) % l)
-                elif x >= spec.n_tokens:  # pad
-                    out.append(x)
-                else:
-                    cls = "rare" if x < spec.n_common + spec.n_rare else "cond"
-                    if x not in other:
-                        other[x] = starts[cls] + counters[cls]
-                        counters[cls] += 1
-                    out.append(other[x])
-            rows.append(out)
+        t = tok.shape[1]
+        rows = [canonical_form(spec, np.roll(row, t - 1 - q), y)
+                for row, q, y in zip(tok, qpos, tgt)]
         rows = np.asarray(rows, np.int32)
         key = np.concatenate([rows, np.asarray(self.batch["is_rare"])[:, None],
                               self.param_draws], 1)
@@ -117,6 +94,37 @@ class Support:
                 "is_rare": jnp.asarray(uniq[:, t + 1])}
         return Support(batch=to_batch(seqs), count=count, base=self.base,
                        param_vars=self.param_vars, param_draws=uniq[:, t + 2:])
+
+
+def canonical_form(spec: BlockListSpec, seq: np.ndarray, target: int) -> list[int]:
+    """``seq [T]`` (query last) and its ``target`` relabelled by first appearance (the target
+    last): each newly seen common cycle becomes the next cycle, rotated so its first-seen member
+    is its first token; rare and condition tokens take the next free id of their class; pads
+    stay. Returns ``T + 1`` ids (the relabelled sequence, then the target). The relabelling is a
+    symmetry of the task, and equal for every member of an orbit (``orbit_quotient``)."""
+    l, n_c = spec.cyc, spec.n_common
+    starts = {"rare": spec.n_common, "cond": spec.n_common + spec.n_rare}
+    cyc_map: dict[int, tuple[int, int]] = {}
+    other: dict[int, int] = {}
+    counters = {"rare": 0, "cond": 0}
+    out = []
+    for x in list(seq) + [target]:
+        x = int(x)
+        if x < n_c:
+            c, j = divmod(x, l)
+            if c not in cyc_map:
+                cyc_map[c] = (len(cyc_map), j)
+            nc, j0 = cyc_map[c]
+            out.append(nc * l + (j - j0) % l)
+        elif x >= spec.n_tokens:  # pad
+            out.append(x)
+        else:
+            cls = "rare" if x < spec.n_common + spec.n_rare else "cond"
+            if x not in other:
+                other[x] = starts[cls] + counters[cls]
+                counters[cls] += 1
+            out.append(other[x])
+    return out
 
 
 def support_size(spec: BlockListSpec, pinned: tuple[str, ...] = ()) -> int:
