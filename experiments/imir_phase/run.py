@@ -81,6 +81,31 @@ def build(config) -> dict:
     if bl.support_size(check_spec) > 200_000:
         raise ConfigError(f"ode_check: {bl.support_size(check_spec)} sequences to enumerate; "
                           "use a smaller spec (<= 200000)")
+    e = c["exact"]
+    exact_spec = _spec("exact", e, 1)
+    if not 1 <= e["b"] <= e["n_blocks"] - 1:
+        raise ConfigError(f"exact.b={e['b']}: must be in [1, n_blocks - 1 = {e['n_blocks'] - 1}]")
+    if e["n_blocks"] > 5:
+        raise ConfigError(f"exact.n_blocks={e['n_blocks']}: allowed 2..5 (the class count grows "
+                          "combinatorially with the blocks)")
+    _spec("exact", e, e["b"])
+    if e["n_blocks"] < 3 and c["validate"]["n_cells"]:
+        raise ConfigError(f"exact.n_blocks={e['n_blocks']}: must be >= 3 for the in-weights "
+                          "read-off (a distractor block must exist)")
+    eb = c["exact_b"]
+    if not 3 <= eb["n_blocks"] <= 5:
+        raise ConfigError(f"exact_b.n_blocks={eb['n_blocks']}: allowed 3..5")
+    _spec("exact_b", eb, eb["n_blocks"] - 1)
+    _spec("exact_check", c["exact_check"])
+    es = c["exact_sgd"]
+    if es["steps"] % es["n_save"]:
+        raise ConfigError(f"exact_sgd.steps={es['steps']} must be a multiple of "
+                          f"exact_sgd.n_save={es['n_save']}")
+    v = c["validate"]
+    if v["n_cells"] and v["n_cells"] > e["n"] ** 2:
+        raise ConfigError(f"validate.n_cells={v['n_cells']}: at most exact.n ** 2 = {e['n'] ** 2}")
+    if v["n_cells"] and round(float(e["t1"]) / v["lr"]) < e["n_save"]:
+        raise ConfigError(f"validate.lr={v['lr']}: exact.t1 / lr must be >= exact.n_save")
     fg = c["full_grid"]
     full_spec = None
     if fg["n"]:
@@ -95,7 +120,7 @@ def build(config) -> dict:
         if bl.support_size(full_spec) > 4_000_000:
             raise ConfigError(f"full_grid: {bl.support_size(full_spec)} draw combinations to "
                               "enumerate; use a smaller spec (<= 4000000)")
-    return {**c, "full_spec": full_spec, "sizes": sizes, "spec": spec, "sizes_b": sizes_b,
+    return {**c, "exact_spec": exact_spec, "full_spec": full_spec, "sizes": sizes, "spec": spec, "sizes_b": sizes_b,
             "sizes_t2": sizes_t2,
             "sizes_t3": sizes_t3, "sizes_t3_small": sizes_t3_small, "check_spec": check_spec}
 
@@ -108,8 +133,17 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     t_ode = np.linspace(0.0, float(c["ode"]["t1"]), c["ode"]["n_save"] + 1)
     summary: dict[str, Any] = {"load_at_start": load_average(), "devices": jax.device_count()}
     metrics: dict[str, np.ndarray] = {"t_ode": t_ode}
+    ex = stages.exact_frfv_diagram(c, summary, metrics)
+    exb = stages.exact_bfr_diagram(c, summary, metrics)
+    stages.exact_checks(c, summary)
+    ex_cells = None
+    if c["validate"]["n_cells"]:
+        ex_cells = stages.exact_cells(c, ex, summary, metrics)
+    stages.exact_figures(c, fig_dir, metrics, ex, exb, ex_cells)
+    # the 4-coordinate closed form, kept as a labelled comparison
     frfv = stages.frfv_diagram(c, t_ode, summary, metrics)
     bfr = stages.bfr_diagram(c, t_ode, summary, metrics)
+    stages.four_vs_exact(c, ex, summary)
     t2_rows, t3_series = stages.theorem_checks(c, t_ode, frfv, summary)
     stages.reference_cell(c, t_ode, summary, metrics)
     cells_xy = None
@@ -127,8 +161,10 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
 
 
 def format_summary(summary: dict[str, Any]) -> str:
-    keys = ["grid_seconds", "grid_compile_seconds", "grid_load", "grid/contour_sb",
-            "grid_b/contour_sb", "theorem2/max_rel_error", "theorem3/slope_vs_b", "theorem3/r2",
+    keys = ["grid_seconds", "grid_compile_seconds", "grid_load", "grid/winner_counts",
+            "grid/contour_sb", "grid_b/winner_counts", "grid_b/contour_sb",
+            "exact_vs_full_ode/max_rel_deviation", "winner_agreement/theory_arch",
+            "grid_4coord/seconds", "grid_4coord/contour_sb", "theorem2/max_rel_error", "theorem3/slope_vs_b", "theorem3/r2",
             "ode_vs_training/max_rel_deviation", "full_grid/winner_agreement_with_4coord",
             "full_grid/contour_sb", "emergence_order", "emergence_times_ode",
             "emergence_order_trained", "emergence_times_trained", "confinement/rel_residual",

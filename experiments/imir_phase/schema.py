@@ -63,6 +63,32 @@ SCHEMA = Schema(
         "gradient confinement to the invariant manifold",
         enabled=boolean(""), seed=integer("", min=0),
     ),
+    exact=Section("the default (f_r, f_v) diagram: exact dynamics on every manifold coordinate",
+                  **_sizes(
+        b=integer("burstiness, in [1, n_blocks - 1]", min=1),
+        n=integer("cells per axis", min=2),
+        t1=TIME, n_steps=integer("sets the adaptive solver's first step, t1 / n_steps", min=1),
+        n_save=integer("saved times", min=1),
+        rtol=number("the solver's relative tolerance (atol = rtol / 100)", gt=0.0, lt=0.1))),
+    exact_b=Section("the default (b, f_r) diagram (exact dynamics), b = 1 .. n_blocks - 1",
+                    **_sizes(n=integer("f_r cells", min=2),
+                             f_v=fraction("varied-answer fraction", **UNIT))),
+    exact_check=Section("exact dynamics vs the enumerated full-manifold ODE", **_sizes(
+        n_cells=integer("cells on the diagonal f_v = 0.8 (1 - f_r)", min=1),
+        t1=TIME, n_save=integer("saved times", min=1))),
+    exact_sgd=Section(
+        "exact dynamics vs SGD on every weight (the exact grid's spec)",
+        f_r=fraction("", **UNIT), f_v=fraction("", **UNIT),
+        lr=number("learning rate (ODE time per step)", gt=0.0),
+        steps=integer("SGD steps (a multiple of n_save)", min=1),
+        n_save=integer("saved steps", min=1),
+        batch_size=integer("sequences per step", min=1), seed=integer("", min=0)),
+    validate=Section(
+        "full transformers (the theory's architecture) on cells straddling the exact boundary",
+        n_cells=integer("trained cells; 0 = off", min=0),
+        lr=number("learning rate; steps = exact.t1 / lr", gt=0.0),
+        batch_size=integer("sequences per step", min=1),
+        eval_size=integer("sequences per evaluation pool", min=1), seed=integer("", min=0)),
     full_grid=Section("the full-manifold ODE over a grid", **_sizes(
         n=integer("cells per axis; 0 = off", min=0),
         t1=TIME, n_steps=integer("sets the adaptive solver's first step, t1 / n_steps"), n_save=integer("saved times"))),

@@ -16,6 +16,7 @@ from mechjax.analysis.imir import basis as ib
 from mechjax.analysis.imir import cells as imir_cells
 from mechjax.analysis.imir import compare
 from mechjax.analysis.imir import confinement as cf
+from mechjax.analysis.imir import exact, exact_phase
 from mechjax.analysis.imir import full_phase
 from mechjax.analysis.imir import measure
 from mechjax.analysis.imir import phase as ph
@@ -36,7 +37,8 @@ def _dt0(t1: float, n_steps: int) -> float:
 
 
 def frfv_diagram(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> dict:
-    """The (f_r, f_v) diagram at burstiness ``task.b``: one vmapped reduced-ODE solve."""
+    """The 4-coordinate (f_r, f_v) diagram at burstiness ``task.b`` (a labelled comparison; the
+    default diagram is ``exact_frfv_diagram``): one vmapped reduced-ODE solve."""
     o, g, b0 = c["ode"], c["grid"], c["task"]["b"]
     fr_ax = np.linspace(g["f_r_min"], g["f_r_max"], g["n"])
     fv_ax = np.linspace(g["f_v_min"], g["f_v_max"], g["n"])
@@ -48,14 +50,14 @@ def frfv_diagram(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> di
     sb = b0 * ph.s_factor(FR, FV)
     contour = ph.contour_agreement(sb, ro["icl"].reshape(FR.shape))
     log(f"grid: {FR.size} ODE solves in {t_run:.1f} s (+ {t_comp:.1f} s compile), load {load_average()}")
-    summary.update({"grid_seconds": t_run, "grid_compile_seconds": t_comp,
-                    "grid_cells": int(FR.size), "grid_load": load_average(),
-                    "grid/winner_counts": ph.winner_counts(ro["winner"]),
-                    "grid/contour_sb": contour})
+    summary.update({"grid_4coord/seconds": t_run, "grid_4coord/compile_seconds": t_comp,
+                    "grid_4coord/cells": int(FR.size),
+                    "grid_4coord/winner_counts": ph.winner_counts(ro["winner"]),
+                    "grid_4coord/contour_sb": contour})
     for k in ("winner", "p_rare", "acc_rare", "p_iwl", "emergence"):
-        metrics[f"frfv/{k}"] = ro[k].reshape(FR.shape)
-    metrics["frfv/theta_final"] = out["theta"][:, -1].reshape(FR.shape + (4,))
-    metrics["frfv/f_r"], metrics["frfv/f_v"] = fr_ax, fv_ax
+        metrics[f"frfv_4coord/{k}"] = ro[k].reshape(FR.shape)
+    metrics["frfv_4coord/theta_final"] = out["theta"][:, -1].reshape(FR.shape + (4,))
+    metrics["frfv_4coord/f_r"], metrics["frfv_4coord/f_v"] = fr_ax, fv_ax
     # float32 against float64 at a 10x tighter tolerance on a few cells
     idx = np.linspace(0, FR.size - 1, o["check_cells"]).astype(int)
     with jax.enable_x64(True):
@@ -64,7 +66,7 @@ def frfv_diagram(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> di
                              rtol=solve.RTOL / 10, atol=solve.ATOL / 10)
         fine = {k: np.asarray(v) for k, v in fine.items()}
     for k in ("theta", "p_rare"):
-        summary[f"ode/check_f64_tight_max_abs_{k}"] = float(np.max(np.abs(fine[k] - out[k][idx])))
+        summary[f"grid_4coord/check_f64_tight_max_abs_{k}"] = float(np.max(np.abs(fine[k] - out[k][idx])))
     return {"FR": FR, "FV": FV, "fr_ax": fr_ax, "fv_ax": fv_ax, "out": out, "sb": sb,
             "contour": contour, "seconds": t_run}
 
@@ -73,19 +75,19 @@ def bfr_diagram(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> dic
     """The (b, f_r) diagram at ``task_b.f_v``, b = 1 .. n_blocks - 1."""
     o, fv = c["ode"], c["task_b"]["f_v"]
     b_ax = np.arange(1, c["task_b"]["n_blocks"])
-    fr_ax = metrics["frfv/f_r"]
+    fr_ax = metrics["frfv_4coord/f_r"]
     BB, FR = np.meshgrid(b_ax, fr_ax, indexing="ij")
     out, _, t_run = ph.timed_grid(c["sizes_b"], o["init"], BB.ravel(), FR.ravel(), fv,
                                   float(o["t1"]), o["n_save"], _dt0(o["t1"], o["n_steps"]))
     ro = ph.readoff(out, t_ode, BB.ravel().astype(float), o["threshold"])
     sb = BB * ph.s_factor(FR, fv)
     contour = ph.contour_agreement(sb, ro["icl"].reshape(BB.shape))
-    summary.update({"grid_b/seconds": t_run, "grid_b/cells": int(BB.size),
-                    "grid_b/contour_sb": contour,
-                    "grid_b/winner_counts": ph.winner_counts(ro["winner"])})
+    summary.update({"grid_b_4coord/seconds": t_run, "grid_b_4coord/cells": int(BB.size),
+                    "grid_b_4coord/contour_sb": contour,
+                    "grid_b_4coord/winner_counts": ph.winner_counts(ro["winner"])})
     for k in ("winner", "p_rare", "p_iwl", "emergence"):
-        metrics[f"bfr/{k}"] = ro[k].reshape(BB.shape)
-    metrics["bfr/b"], metrics["bfr/f_r"] = b_ax, fr_ax
+        metrics[f"bfr_4coord/{k}"] = ro[k].reshape(BB.shape)
+    metrics["bfr_4coord/b"], metrics["bfr_4coord/f_r"] = b_ax, fr_ax
     return {"b_ax": b_ax, "sb": sb, "contour": contour}
 
 
@@ -139,8 +141,8 @@ def trained_cells(c: dict, t_ode: np.ndarray, frfv: dict, summary: dict, metrics
     # time one transformer cell would need for the ODE's horizon
     per_cell = train_s / len(fr_c) * float(o["t1"]) / horizon
     summary.update(cmp | {"cells/train_seconds": train_s,
-                          "speed/seconds_per_trained_cell_at_grid_horizon": per_cell,
-                          "speed/ratio_train_per_cell_vs_grid": per_cell * FR.size
+                          "speed_4coord/seconds_per_trained_cell_at_grid_horizon": per_cell,
+                          "speed_4coord/ratio_train_per_cell_vs_grid": per_cell * FR.size
                           / frfv["seconds"]})
     metrics.update({"cells/theta": tr["theta"], "cells/t": tr["t"], "cells/p_rare": tr["p_rare"],
                     "cells/p_iwl": tr["p_iwl"], "cells/loss": tr["loss"],
@@ -217,17 +219,191 @@ def figures(c: dict, fig_dir: str, metrics: dict, frfv: dict, bfr: dict, t2_rows
             t3_series: dict, cells_xy: dict | None) -> None:
     o, b0, nb = c["ode"], c["task"]["b"], c["task_b"]["n_blocks"]
     save_figure(plots.phase_diagram(
-        frfv["fr_ax"], frfv["fv_ax"], metrics["frfv/winner"], metrics["frfv/p_rare"],
-        metrics["frfv/emergence"], frfv["sb"], frfv["contour"]["c"], "f_r (rare fraction)",
-        "f_v (within-class variability)", f"reduced (alpha, beta, gamma, delta) ODE, b={b0}, "
+        frfv["fr_ax"], frfv["fv_ax"], metrics["frfv_4coord/winner"], metrics["frfv_4coord/p_rare"],
+        metrics["frfv_4coord/emergence"], frfv["sb"], frfv["contour"]["c"],
+        "f_r (rare fraction)", "f_v (within-class variability)",
+        f"comparison: 4-coordinate (alpha, beta, gamma, delta) ODE, not closed; b={b0}, "
         f"T={c['sizes'].seq_len}, V={c['sizes'].vocab}, t1={o['t1']}", ph.WINNERS, cells_xy),
-        os.path.join(fig_dir, "phase_fr_fv.png"))
+        os.path.join(fig_dir, "phase_fr_fv_4coord.png"))
     save_figure(plots.phase_diagram(
-        bfr["b_ax"].astype(float), frfv["fr_ax"], metrics["bfr/winner"], metrics["bfr/p_rare"],
-        metrics["bfr/emergence"], bfr["sb"], bfr["contour"]["c"], "b (burstiness)",
-        "f_r (rare fraction)", f"reduced ODE, f_v={c['task_b']['f_v']}, n={nb} blocks, "
-        f"V={c['sizes_b'].vocab}", ph.WINNERS, None), os.path.join(fig_dir, "phase_b_fr.png"))
+        bfr["b_ax"].astype(float), frfv["fr_ax"], metrics["bfr_4coord/winner"],
+        metrics["bfr_4coord/p_rare"], metrics["bfr_4coord/emergence"], bfr["sb"],
+        bfr["contour"]["c"], "b (burstiness)", "f_r (rare fraction)",
+        f"comparison: 4-coordinate ODE, f_v={c['task_b']['f_v']}, n={nb} blocks, "
+        f"V={c['sizes_b'].vocab}", ph.WINNERS, None),
+        os.path.join(fig_dir, "phase_b_fr_4coord.png"))
     save_figure(plots.theorem2(t2_rows, "Theorem 2: ICL gradient suppression by IWL"),
                 os.path.join(fig_dir, "theorem2.png"))
     save_figure(plots.theorem3(t3_series, "Theorem 3: ICL gradient vs burstiness"),
                 os.path.join(fig_dir, "theorem3.png"))
+
+
+# ------------------------------------------------------------------------------------------------
+# The exact reduced dynamics (issue 14): the default diagrams, their checks, trained cells
+# ------------------------------------------------------------------------------------------------
+def _exact_spec(e: dict, b: int | None = None) -> bl.BlockListSpec:
+    return bl.BlockListSpec(kind="recall", n_common=e["n_common"], n_rare=e["n_rare"],
+                            n_blocks=e["n_blocks"], burstiness=e["b"] if b is None else b)
+
+
+def exact_frfv_diagram(c: dict, summary: dict, metrics: dict) -> dict:
+    """The (f_r, f_v) diagram from the exact dynamics on every manifold coordinate: one jitted
+    vmap over the grid (``exact_phase.timed_cells``)."""
+    e, g, o = c["exact"], c["grid"], c["ode"]
+    spec = _exact_spec(e)
+    model = exact.make(spec)
+    fr_ax = np.linspace(g["f_r_min"], g["f_r_max"], e["n"])
+    fv_ax = np.linspace(g["f_v_min"], g["f_v_max"], e["n"])
+    FR, FV = np.meshgrid(fr_ax, fv_ax, indexing="ij")
+    t = np.linspace(0.0, float(e["t1"]), e["n_save"] + 1)
+    log(f"imir_phase: ({e['n']} x {e['n']}) (f_r, f_v) grid, exact dynamics ({model.n_coords} "
+        f"coordinates, {model.classes.size} classes), T={spec.seq_len}, V={spec.n_tokens}, "
+        f"load {load_average()}")
+    out, t_comp, t_run = exact_phase.timed_cells(model, o["init"], FR.ravel(), FV.ravel(),
+                                                 float(e["t1"]), e["n_save"], e["rtol"],
+                                                 _dt0(e["t1"], e["n_steps"]))
+    ro = exact_phase.readoff(out, t, o["threshold"])
+    sb = e["b"] * ph.s_factor(FR, FV)
+    contour = ph.contour_agreement(sb, ro["icl"].reshape(FR.shape))
+    log(f"exact grid: {FR.size} cells in {t_run:.1f} s (+ {t_comp:.1f} s compile), "
+        f"load {load_average()}")
+    summary.update({"grid_seconds": t_run, "grid_compile_seconds": t_comp,
+                    "grid_cells": int(FR.size), "grid_load": load_average(),
+                    "grid/n_coords": model.n_coords, "grid/n_classes": model.classes.size,
+                    "grid/spec": {"n_common": spec.n_common, "n_rare": spec.n_rare,
+                                  "n_blocks": spec.n_blocks, "T": spec.seq_len,
+                                  "V": spec.n_tokens, "b": spec.burstiness},
+                    "grid/winner_counts": ph.winner_counts(ro["winner"]),
+                    "grid/contour_sb": contour})
+    for k in ("winner", "p_rare", "acc_rare", "p_iwl", "emergence"):
+        metrics[f"frfv/{k}"] = ro[k].reshape(FR.shape)
+    metrics["frfv/f_r"], metrics["frfv/f_v"], metrics["frfv/t"] = fr_ax, fv_ax, t
+    return {"FR": FR, "FV": FV, "fr_ax": fr_ax, "fv_ax": fv_ax, "out": out, "ro": ro, "sb": sb,
+            "contour": contour, "seconds": t_run, "spec": spec, "t": t}
+
+
+def exact_bfr_diagram(c: dict, summary: dict, metrics: dict) -> dict:
+    """The (b, f_r) diagram from the exact dynamics, b = 1 .. n_blocks - 1."""
+    e, eb, o = c["exact"], c["exact_b"], c["ode"]
+    b_ax = np.arange(1, eb["n_blocks"])
+    fr_ax = np.linspace(c["grid"]["f_r_min"], c["grid"]["f_r_max"], eb["n"])
+    BB, FR = np.meshgrid(b_ax, fr_ax, indexing="ij")
+    t = np.linspace(0.0, float(e["t1"]), e["n_save"] + 1)
+    spec = _exact_spec({**eb, "b": 1})
+    log(f"imir_phase: (b, f_r) grid, exact dynamics, b = 1..{b_ax[-1]}, T={spec.seq_len}")
+    out, secs = exact_phase.b_grid(spec, o["init"], b_ax, fr_ax, eb["f_v"], float(e["t1"]),
+                                   e["n_save"], e["rtol"], _dt0(e["t1"], e["n_steps"]))
+    ro = exact_phase.readoff(out, t, o["threshold"])
+    sb = BB * ph.s_factor(FR, eb["f_v"])
+    contour = ph.contour_agreement(sb, ro["icl"].reshape(BB.shape))
+    summary.update({"grid_b/seconds": secs, "grid_b/cells": int(BB.size),
+                    "grid_b/contour_sb": contour,
+                    "grid_b/winner_counts": ph.winner_counts(ro["winner"])})
+    for k in ("winner", "p_rare", "p_iwl", "emergence"):
+        metrics[f"bfr/{k}"] = ro[k].reshape(BB.shape)
+    metrics["bfr/b"], metrics["bfr/f_r"] = b_ax, fr_ax
+    return {"b_ax": b_ax, "fr_ax": fr_ax, "sb": sb, "contour": contour, "spec": spec}
+
+
+def exact_checks(c: dict, summary: dict) -> None:
+    """The exact dynamics against the enumerated full-manifold ODE (small spec) and against SGD
+    on every weight from the same on-manifold point (the default spec)."""
+    ec, es, e, o = c["exact_check"], c["exact_sgd"], c["exact"], c["ode"]
+    spec = _exact_spec({**ec, "b": 1})
+    cells = np.linspace(0.0, 1.0, ec["n_cells"])
+    log(f"exact dynamics vs the enumerated full-manifold ODE on {ec['n_cells']} cells")
+    r = exact_phase.vs_full_ode(spec, o["init"], cells, cells[::-1] * 0.8, float(ec["t1"]),
+                                ec["n_save"], _dt0(ec["t1"], e["n_steps"]))
+    summary["exact_vs_full_ode/max_rel_deviation"] = r["max_rel_deviation"]
+    summary["exact_vs_full_ode/detail"] = r
+    log(f"exact dynamics vs SGD (batch {es['batch_size']}, {es['steps']} steps)")
+    s = exact_phase.vs_sgd(_exact_spec(e), o["init"], es["f_r"], es["f_v"], float(es["lr"]),
+                           es["steps"], es["n_save"], es["batch_size"], es["seed"])
+    summary["ode_vs_training/max_rel_deviation"] = s["until_90"]["norm"]
+    summary["ode_vs_training/max_rel_deviation_per_coordinate"] = s["until_90"]["coord"]
+    summary["ode_vs_training/detail"] = s
+
+
+def straddling_cells(winner: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """Flat indices of ``n`` grid cells next to a change of winner (then any others), at
+    random: cells that test where the boundary lies."""
+    w = np.asarray(winner)
+    edge = np.zeros(w.shape, bool)
+    edge[:-1] |= w[:-1] != w[1:]
+    edge[1:] |= w[:-1] != w[1:]
+    edge[:, :-1] |= w[:, :-1] != w[:, 1:]
+    edge[:, 1:] |= w[:, :-1] != w[:, 1:]
+    rng = np.random.default_rng(seed)
+    on, off = np.flatnonzero(edge.ravel()), np.flatnonzero(~edge.ravel())
+    pick = rng.choice(on, min(n, len(on)), replace=False)
+    if len(pick) < n:
+        pick = np.concatenate([pick, rng.choice(off, n - len(pick), replace=False)])
+    return np.sort(pick)
+
+
+def exact_cells(c: dict, ex: dict, summary: dict, metrics: dict) -> dict:
+    """Cells straddling the exact diagram's boundaries trained as full transformers (the theory's
+    architecture, vmapped), to the diagram's horizon: winner agreement and final accuracies."""
+    v, e, o = c["validate"], c["exact"], c["ode"]
+    pick = straddling_cells(ex["ro"]["winner"].reshape(ex["FR"].shape), v["n_cells"], v["seed"])
+    fr_c, fv_c = ex["FR"].ravel()[pick], ex["FV"].ravel()[pick]
+    steps = int(round(float(e["t1"]) / v["lr"]))
+    n_save = e["n_save"]
+    steps -= steps % n_save
+    log(f"training {len(pick)} full transformers on cells straddling the exact boundary, "
+        f"{steps} SGD steps, lr {v['lr']}, batch {v['batch_size']}")
+    t0 = time.perf_counter()
+    tr = imir_cells.train_cells(ex["spec"], o["init"], fr_c, fv_c, float(v["lr"]), steps,
+                                n_save, v["batch_size"], v["eval_size"], v["seed"],
+                                rare_pool="cell")
+    train_s = time.perf_counter() - t0
+    ro_tr = exact_phase.readoff({**tr, "acc_rare": tr["p_rare"]}, tr["t"], o["threshold"])
+    ro_ex = {k: v_[pick] for k, v_ in ex["ro"].items()}
+    agree = ro_tr["winner"] == ro_ex["winner"]
+    per_cell = train_s / len(pick) * float(e["t1"]) / float(tr["t"][-1])
+    summary.update({
+        "winner_agreement/theory_arch": float(np.mean(agree)),
+        "winner_agreement/theory_arch_cells": int(len(pick)),
+        "cells_exact/f_r": fr_c.round(4).tolist(), "cells_exact/f_v": fv_c.round(4).tolist(),
+        "cells_exact/winner_trained": [ph.WINNERS[w] for w in ro_tr["winner"]],
+        "cells_exact/winner_exact": [ph.WINNERS[w] for w in ro_ex["winner"]],
+        "cells_exact/p_rare_abs_error": float(np.max(np.abs(ro_tr["p_rare"] - ro_ex["p_rare"]))),
+        "cells_exact/p_iwl_abs_error": float(np.max(np.abs(ro_tr["p_iwl"] - ro_ex["p_iwl"]))),
+        "cells_exact/train_seconds": train_s,
+        "speed/seconds_per_trained_cell_at_grid_horizon": per_cell,
+        "speed/ratio_train_per_cell_vs_grid": per_cell * ex["FR"].size / ex["seconds"]})
+    metrics.update({"cells_exact/p_rare": tr["p_rare"], "cells_exact/p_iwl": tr["p_iwl"],
+                    "cells_exact/t": tr["t"], "cells_exact/index": pick})
+    return {"x": fr_c, "y": fv_c, "winner": ro_tr["winner"], "p_rare": ro_tr["p_rare"],
+            "emergence": ro_tr["emergence"]}
+
+
+def four_vs_exact(c: dict, ex: dict, summary: dict) -> None:
+    """The 4-coordinate closed form on the exact diagram's spec, grid and horizon: how often it
+    names the same winner (its own ICL level, capped at b / (b + 1))."""
+    e, o, spec = c["exact"], c["ode"], ex["spec"]
+    four = ph.solve_grid(rd.RecallSizes.from_spec(spec), o["init"], spec.burstiness,
+                         ex["FR"].ravel(), ex["FV"].ravel(), float(e["t1"]), e["n_save"],
+                         dt0=_dt0(e["t1"], e["n_steps"]))
+    ro = ph.readoff({k: np.asarray(v) for k, v in four.items()}, ex["t"],
+                    np.full(ex["FR"].size, float(spec.burstiness)), o["threshold"])
+    summary["grid_4coord/winner_agreement_with_exact"] = float(np.mean(
+        ro["winner"] == ex["ro"]["winner"]))
+    summary["grid_4coord/winner_counts_on_exact_spec"] = ph.winner_counts(ro["winner"])
+
+
+def exact_figures(c: dict, fig_dir: str, metrics: dict, ex: dict, exb: dict,
+                  cells_xy: dict | None) -> None:
+    spec, sb = ex["spec"], exb["spec"]
+    save_figure(plots.phase_diagram(
+        ex["fr_ax"], ex["fv_ax"], metrics["frfv/winner"], metrics["frfv/p_rare"],
+        metrics["frfv/emergence"], ex["sb"], ex["contour"]["c"], "f_r (rare fraction)",
+        "f_v (within-class variability)", f"exact reduced dynamics (every manifold coordinate), "
+        f"b={spec.burstiness}, T={spec.seq_len}, V={spec.n_tokens}, t1={c['exact']['t1']}",
+        ph.WINNERS, cells_xy), os.path.join(fig_dir, "phase_fr_fv.png"))
+    save_figure(plots.phase_diagram(
+        exb["b_ax"].astype(float), exb["fr_ax"], metrics["bfr/winner"], metrics["bfr/p_rare"],
+        metrics["bfr/emergence"], exb["sb"], exb["contour"]["c"], "b (burstiness)",
+        "f_r (rare fraction)", f"exact reduced dynamics, f_v={c['exact_b']['f_v']}, "
+        f"T={sb.seq_len}, V={sb.n_tokens}", ph.WINNERS, None),
+        os.path.join(fig_dir, "phase_b_fr.png"))

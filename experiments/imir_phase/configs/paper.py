@@ -24,6 +24,13 @@ def get_config():
     c.ode_check = dict(n_common=4, n_rare=4, n_blocks=3, f_r=0.4, f_v=0.2, t1=400.0, lr=0.2,
                        n_save=40)
     c.confinement = dict(enabled=True, seed=1)
+    # the default diagrams: exact dynamics on every manifold coordinate (issue 14)
+    c.exact = dict(n_common=16, n_rare=16, n_blocks=3, b=1, n=64, t1=2000.0, n_steps=100,
+                   n_save=20, rtol=1e-4)
+    c.exact_b = dict(n_common=16, n_rare=16, n_blocks=4, n=64, f_v=0.1)
+    c.exact_check = dict(n_common=4, n_rare=4, n_blocks=3, n_cells=4, t1=1000.0, n_save=20)
+    c.exact_sgd = dict(f_r=0.5, f_v=0.1, lr=1.0, steps=1000, n_save=20, batch_size=1024, seed=0)
+    c.validate = dict(n_cells=16, lr=1.0, batch_size=256, eval_size=1024, seed=0)
     # the exact (full-manifold) reduced ODE on a coarse grid of the 8-token, 3-block spec
     c.full_grid = dict(n=16, n_common=4, n_rare=4, n_blocks=3, t1=1000.0, n_steps=100,
                        n_save=20)

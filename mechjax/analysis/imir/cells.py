@@ -28,19 +28,27 @@ from mechjax.model import forward
 from mechjax.tasks import blocklist as bl
 
 
-def _pool(spec: bl.BlockListSpec, key, n: int, f_r: float, with_relevant: bool):
-    tp = {"f_r": jnp.float32(f_r), "f_v": jnp.float32(0.0)}
+def _pool(spec: bl.BlockListSpec, key, n: int, f_r, with_relevant: bool, f_v=0.0,
+          rare_relevant: bool = False):
+    tp = {"f_r": jnp.asarray(f_r, jnp.float32), "f_v": jnp.asarray(f_v, jnp.float32)}
     draws = bl.draw(spec, key, tp, n)
+    if rare_relevant:  # the relevant item rare, the distractors at the cell's law
+        draws["rare0"] = jnp.ones_like(draws["rare0"])
     seqs = jax.vmap(lambda d: bl.assemble(spec, d, with_relevant))(draws)
     return seqs["tokens"], seqs["query_pos"], seqs["target"]
 
 
 def train_cells(spec: bl.BlockListSpec, theta0_sub, f_r: np.ndarray, f_v: np.ndarray, lr: float,
                 steps: int, n_save: int, batch_size: int, eval_size: int, seed: int = 0,
+                full_coords: bool = False, rare_pool: str = "all_rare",
                 ) -> dict[str, np.ndarray]:
     """Train one model per cell ``(f_r[c], f_v[c])``; returns arrays ``[n_cells, n_save + 1, ...]``
-    (``theta`` projected on (alpha, beta, gamma, delta), ``p_rare``, ``p_iwl``, ``loss``) and
-    ``t [n_save + 1]``."""
+    (``theta`` projected on (alpha, beta, gamma, delta), ``p_rare``, ``p_iwl``, ``loss``; with
+    ``full_coords`` also ``theta_full``, the least-squares coordinates on the whole manifold) and
+    ``t [n_save + 1]``. ``rare_pool``: ``all_rare`` (the pool above) or ``cell`` (relevant item
+    rare, distractors at the cell's ``(f_r, f_v)``: the exact dynamics' ``p_rare``)."""
+    if rare_pool not in ("all_rare", "cell"):
+        raise ValueError(f"rare_pool={rare_pool!r}: allowed all_rare, cell")
     if steps % n_save:
         raise ValueError(f"steps={steps} must be a multiple of n_save={n_save}")
     frame = ib.make_frame(ib.TokenStructure.from_spec(spec), spec.seq_len)
@@ -65,12 +73,15 @@ def train_cells(spec: bl.BlockListSpec, theta0_sub, f_r: np.ndarray, f_v: np.nda
         p = jax.nn.softmax(logits, -1)
         return jnp.mean(jnp.take_along_axis(p, y[:, None], 1))
 
-    def record(w, loss):
-        sub = to_sub @ proj.coords(basis, w)
-        return sub, target_prob(w, rare, False), target_prob(w, iwl, True), loss
-
     def one(fr, fv, key):
         tp = {"f_r": fr, "f_v": fv}
+        pool = rare if rare_pool == "all_rare" else _pool(spec, k_rare, eval_size, fr, True, fv,
+                                                          rare_relevant=True)
+
+        def record(w, loss):
+            full = proj.coords(basis, w)
+            out = (to_sub @ full, target_prob(w, pool, False), target_prob(w, iwl, True), loss)
+            return out + ((full,) if full_coords else ())
 
         def lossf(w, k):
             return readout_loss({**fixed, **w}, cfg, bl.sample(spec, k, tp, batch_size))
@@ -78,8 +89,8 @@ def train_cells(spec: bl.BlockListSpec, theta0_sub, f_r: np.ndarray, f_v: np.nda
         return sgd.descend(lossf, w0, lr, n_save, steps // n_save, record, key)
 
     keys = jax.random.split(k_train, len(f_r))
-    sub, p_rare, p_iwl, loss = jax.jit(jax.vmap(one))(
+    res = jax.jit(jax.vmap(one))(
         jnp.asarray(f_r, jnp.float32), jnp.asarray(f_v, jnp.float32), keys)
     t = np.arange(n_save + 1) * (lr * steps / n_save)
-    return {"theta": np.asarray(sub), "p_rare": np.asarray(p_rare), "p_iwl": np.asarray(p_iwl),
-            "loss": np.asarray(loss), "t": t}
+    names = ("theta", "p_rare", "p_iwl", "loss") + (("theta_full",) if full_coords else ())
+    return {k: np.asarray(v) for k, v in zip(names, res)} | {"t": t}

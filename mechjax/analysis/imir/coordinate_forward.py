@@ -31,18 +31,31 @@ class Features:
 
     ``tok [N, n_tok_sel, T, T]``: token selections between the positions' tokens;
     ``pos [n_pos_sel, T, T]``: position selections (the same for every sequence);
-    ``out [N, n_out_sel, T, n_out]``: output selections from each position's token;
-    ``target [N]``. ``n_tok_sel`` = the leading token selections of ``basis.sel_kq``.
+    ``out [N, n_out_sel, T, K]``: output selections from each position's token to ``K`` output
+    *representatives* (``out_ids``): every output token any sequence uses (whole association
+    cycles), then one unused token per class standing for the ``exp(log_mult)`` unused tokens of
+    that class, whose logits are equal (a symmetry permutes them and fixes the sequence);
+    ``log_mult [K]`` (0 for used tokens, ``-inf`` for an empty class); ``target [N]``: index
+    into ``out_ids``.
     """
 
     tok: np.ndarray
     pos: np.ndarray
     out: np.ndarray
+    log_mult: np.ndarray
+    out_ids: np.ndarray
     target: np.ndarray
 
     @property
     def size(self) -> int:
         return int(self.target.shape[0])
+
+    def index(self, ids: np.ndarray) -> np.ndarray:
+        """Positions in ``out_ids`` of output tokens ``ids`` (each must be a used token)."""
+        where: dict[int, int] = {}
+        for i, x in enumerate(self.out_ids):
+            where.setdefault(int(x), i)   # a used token, not an empty class's stand-in
+        return np.array([where[int(x)] for x in np.ravel(ids)], np.int32)
 
 
 def n_token_selections(basis: Basis) -> int:
@@ -55,9 +68,31 @@ def n_token_selections(basis: Basis) -> int:
     return n
 
 
-def features(basis: Basis, tokens: np.ndarray, target: np.ndarray) -> Features:
+def output_representatives(basis: Basis, used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(out_ids [K], log_mult [K])`` for the token ids ``used`` (see ``Features``)."""
+    ts = basis.frame.tokens
+    n_out = ts.n_out
+    used = {int(x) for x in np.ravel(used) if x < n_out}
+    assoc = np.asarray(ts.assoc)
+    for x in list(used):          # close under the association map (whole cycles)
+        y = int(assoc[x])
+        while y != x and y < n_out and y not in used:
+            used.add(y)
+            y = int(assoc[y])
+    ids, mult = sorted(used), [0.0] * len(used)
+    for _, members in ts.classes:
+        free = [int(x) for x in members if x < n_out and x not in used]
+        if members and min(members) < n_out:
+            ids.append(free[0] if free else int(members[0]))
+            mult.append(np.log(len(free)) if free else -np.inf)
+    return np.asarray(ids, np.int32), np.asarray(mult)
+
+
+def features(basis: Basis, tokens: np.ndarray, target: np.ndarray,
+             extra_used: np.ndarray | None = None) -> Features:
     """``Features`` of sequences ``tokens [N, T]`` (ids of the frame's vocabulary, query last)
-    with answers ``target [N]``."""
+    with answers ``target [N]``; ``extra_used``: more output ids to keep explicit (other
+    targets to read)."""
     tokens, target = np.asarray(tokens), np.asarray(target)
     f = basis.frame
     v, t = f.tokens.n_tokens, f.n_pos
@@ -67,9 +102,13 @@ def features(basis: Basis, tokens: np.ndarray, target: np.ndarray) -> Features:
     sel_t = basis.sel_kq[:n_tok, :v, :v]                      # [n_tok, V, V]
     tok = sel_t[:, tokens[:, :, None], tokens[:, None, :]]    # [n_tok, N, T, T]
     pos = basis.sel_kq[n_tok:, v:, v:]                        # [n_pos, T, T]
-    out = basis.sel_out[:, :v, :][:, tokens, :]               # [n_out_sel, N, T, n_out]
-    return Features(tok=np.moveaxis(tok, 1, 0), pos=pos, out=np.moveaxis(out, 1, 0),
-                    target=target.astype(np.int32))
+    more = [] if extra_used is None else [np.ravel(extra_used)]
+    ids, log_mult = output_representatives(
+        basis, np.concatenate([tokens.ravel(), target.ravel()] + more))
+    out = basis.sel_out[:, :v, :][:, tokens][..., ids]        # [n_out_sel, N, T, K]
+    feats = Features(tok=np.moveaxis(tok, 1, 0), pos=pos, out=np.moveaxis(out, 1, 0),
+                     log_mult=log_mult, out_ids=ids, target=np.zeros(len(target), np.int32))
+    return dataclasses.replace(feats, target=feats.index(target))
 
 
 def _new_path(basis: Basis, a: int, layer: int, head: int) -> int:
@@ -79,50 +118,69 @@ def _new_path(basis: Basis, a: int, layer: int, head: int) -> int:
 
 
 def logits(basis: Basis, feats: Features, theta: jax.Array) -> jax.Array:
-    """``[N, n_out]`` logits at the query of every sequence, for weights ``W(theta)``."""
+    """``[N, K]`` logits at the query of every sequence for weights ``W(theta)``, one per output
+    representative, ``log_mult`` added (so a softmax over them is the model's over the whole
+    output vocabulary, grouped)."""
     f = basis.frame
     dtype = theta.dtype
     tok = jnp.asarray(feats.tok, dtype)
     pos = jnp.asarray(feats.pos, dtype)
-    n, t = feats.size, f.n_pos
+    t = f.n_pos
     n_tok = tok.shape[1]
     q = t - 1
-    # path mixtures: full [N, T, T] before the last layer; query rows [N, T] for the output
-    mix = {0: jnp.broadcast_to(jnp.eye(t, dtype=dtype), (n, t, t))}
-    rows: dict[int, jax.Array] = {}
+    # path mixtures [N, T, T] (None: the identity, the embedding's own path); at the last
+    # layer only the query's row [N, T] is needed
+    mix: dict[int, jax.Array | None] = {0: None}
+    rows: dict[int, jax.Array | None] = {}
     groups = {(g.param, g.head): g for g in basis.groups}
+
+    def selection(th, row):
+        """``sum_s th_s K_s`` ([N, T, T], or its query row [N, T])."""
+        if row:
+            return (jnp.einsum("s,nsj->nj", th[:n_tok], tok[:, :, q])
+                    + jnp.einsum("s,sj->j", th[n_tok:], pos[:, q]))
+        return (jnp.einsum("s,nsij->nij", th[:n_tok], tok)
+                + jnp.einsum("s,sij->ij", th[n_tok:], pos))
+
     for layer in range(f.n_layers):
         last = layer == f.n_layers - 1
-        pop = f.populated(layer)
-        new_mix, new_rows = {}, {}
         for h in range(f.n_heads):
             g = groups[(f"blocks.{layer}.attn.W_KQ", h)]
             th = theta[g.offset: g.offset + g.size].reshape(g.shape)  # [P, P, n_sel]
             score = 0.0
             for ia, a in enumerate(g.paths_q):
-                wa = mix[a][:, q: q + 1] if last else mix[a]         # [N, Tq, T]
                 for ib_, b in enumerate(g.paths_k):
-                    m = (jnp.einsum("s,nsij->nij", th[ia, ib_, :n_tok], tok)
-                         + jnp.einsum("s,sij->ij", th[ia, ib_, n_tok:], pos))
-                    score = score + jnp.einsum("nqi,nij,nkj->nqk", wa, m, mix[b])
+                    if last and mix[a] is None:       # the query row of M, mixed on keys
+                        m = selection(th[ia, ib_], True)                       # [N?, T]
+                        sc = m if mix[b] is None else jnp.einsum("nj,nkj->nk", m, mix[b])
+                        sc = sc[:, None]
+                    else:
+                        m = selection(th[ia, ib_], False)                      # [N?, T, T]
+                        wa = mix[a]
+                        if wa is not None:
+                            wa = wa[:, q: q + 1] if last else wa
+                            m = jnp.einsum("nqi,nij->nqj", wa, m)
+                        elif last:
+                            m = m[..., q: q + 1, :]
+                        sc = m if mix[b] is None else jnp.einsum("nqj,nkj->nqk", m, mix[b])
+                    score = score + sc
             att = jax.nn.softmax(score, axis=-1)                     # [N, Tq, T]
-            for a in pop:
-                w = jnp.einsum("nqk,nkj->nqj", att, mix[a])
+            for a in f.populated(layer):
+                w = att if mix[a] is None else jnp.einsum("nqk,nkj->nqj", att, mix[a])
                 c = _new_path(basis, a, layer, h)
                 if last:
-                    new_rows[c] = w[:, 0]
+                    rows[c] = w[:, 0]
                 else:
-                    new_mix[c] = w
-        mix.update(new_mix)
-        rows.update(new_rows)
-    for a in f.populated(f.n_layers):
-        if a not in rows:
-            rows[a] = mix[a][:, q]
+                    mix[c] = w
+    n = feats.size
     g = groups[("unembed.W_U", None)]
     th = theta[g.offset: g.offset + g.size].reshape(g.shape)        # [P_out, n_out_sel]
-    out = jnp.asarray(feats.out, dtype)                              # [N, n_t, T, n_out]
-    read = jnp.stack([rows[a] for a in g.paths_q], 1)                # [N, P_out, T]
-    return jnp.einsum("pt,npi,ntio->no", th, read, out)
+    eq = jnp.zeros((n, t), dtype).at[:, q].set(1.0)
+    read = jnp.stack([rows[a] if a in rows else (eq if mix[a] is None else mix[a][:, q])
+                      for a in g.paths_q], 1)                        # [N, P_out, T]
+    v = jnp.einsum("pt,npi->nti", th, read)
+    out = jnp.asarray(feats.out, dtype)                              # [N, n_t, T, K]
+    return jnp.einsum("nti,ntik->nk", v, out) + jnp.asarray(feats.log_mult, dtype)
 
 
 def class_losses(basis: Basis, feats: Features, theta: jax.Array) -> jax.Array:
@@ -134,7 +192,7 @@ def class_losses(basis: Basis, feats: Features, theta: jax.Array) -> jax.Array:
 
 def target_probs(basis: Basis, feats: Features, theta: jax.Array,
                  target: np.ndarray | None = None) -> jax.Array:
-    """``[N]`` probability of ``target`` (default: each sequence's answer)."""
-    y = feats.target if target is None else np.asarray(target)
+    """``[N]`` probability of output token ``target`` (default: each sequence's answer)."""
+    y = feats.target if target is None else feats.index(target)
     p = jax.nn.softmax(logits(basis, feats, theta), -1)
     return jnp.take_along_axis(p, jnp.asarray(y)[:, None], 1)[:, 0]

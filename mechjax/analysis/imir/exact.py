@@ -1,0 +1,119 @@
+"""Exact reduced dynamics of associative recall on the whole invariant manifold, at sizes the
+enumerated engine population cannot reach (docs/imir.md, section 7).
+
+The population loss is ``sum_c P_c(f_r, f_v) loss_c(theta)`` over the orbit classes of
+``blocklist.classes`` (closed-form probabilities, a class count independent of the vocabulary),
+each class's loss from ``coordinate_forward`` (the forward pass in manifold coordinates, cost
+independent of ``d_model``). Both are exact on the manifold, so ``d theta / dt = -G^-1 grad L`` is
+the full-manifold reduced ODE of ``ode.vector_field`` (= full training, docs/imir.md section 4),
+without enumerating sequences or forming ``d_model``-wide weights.
+
+Read-offs along a trajectory, as ``full_phase``: ``p_rare`` = mean target probability given a
+rare relevant item (distractors at the training law), ``acc_rare`` = the same for the argmax,
+``p_iwl`` = mean probability of ``C(a)`` on common faithful queries whose relevant blocks were
+replaced by a distractor block (in-weights only), and the population ``loss``.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mechjax.analysis.imir import basis as ib
+from mechjax.analysis.imir import coordinate_forward as cfw
+from mechjax.analysis.imir import ode
+from mechjax.analysis.imir import project as proj
+from mechjax.analysis.imir import solve
+from mechjax.tasks import blocklist as bl
+from mechjax.tasks.blocklist import classes as cl
+
+ZERO = {"f_r": 0.0, "f_v": 0.0}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ExactRecall:
+    """The exact reduced model of one recall spec (``make``)."""
+
+    spec: bl.BlockListSpec
+    basis: ib.Basis
+    classes: cl.RecallClasses
+    feats: cfw.Features
+    iwl_feats: cfw.Features       # in-weights read-off population (f_r = f_v = 0), pruned
+    iwl_weights: np.ndarray       # [N_iwl]
+    iwl_target: np.ndarray        # [N_iwl] C(query token)
+
+    @property
+    def n_coords(self) -> int:
+        return self.basis.size
+
+    def loss(self, theta: jax.Array, task_params) -> jax.Array:
+        """The exact population readout cross-entropy at ``W(theta)``."""
+        w = self.classes.probs(task_params, theta.dtype)
+        return jnp.sum(w * cfw.class_losses(self.basis, self.feats, theta)) / jnp.sum(w)
+
+    def field(self, theta: jax.Array, task_params) -> jax.Array:
+        """``d theta / dt = -G^-1 grad_theta L``."""
+        return -proj.solve_gram(self.basis, jax.grad(self.loss)(theta, task_params))
+
+    def readouts(self, theta: jax.Array, task_params) -> dict[str, jax.Array]:
+        """``p_rare``, ``acc_rare``, ``p_iwl``, ``loss`` at ``theta`` (scalars)."""
+        dtype = theta.dtype
+        lg = cfw.logits(self.basis, self.feats, theta)
+        lp = jax.nn.log_softmax(lg, -1)
+        y = jnp.asarray(self.feats.target)
+        lp_y = jnp.take_along_axis(lp, y[:, None], 1)[:, 0]
+        w = self.classes.probs(task_params, dtype)
+        wr = self.classes.given_rare(task_params, dtype)
+        wr = wr / jnp.maximum(jnp.sum(wr), 1e-30)
+        hit = (jnp.argmax(lg, -1) == y).astype(dtype)
+        p_iwl = cfw.target_probs(self.basis, self.iwl_feats, theta, self.iwl_target)
+        return {"p_rare": jnp.sum(wr * jnp.exp(lp_y)), "acc_rare": jnp.sum(wr * hit),
+                "p_iwl": jnp.sum(jnp.asarray(self.iwl_weights, dtype) * p_iwl),
+                "loss": -jnp.sum(w * lp_y) / jnp.sum(w)}
+
+
+def make(spec: bl.BlockListSpec, n_layers: int = 2, n_heads: int = 1) -> ExactRecall:
+    """The exact reduced model of recall ``spec`` (``classes.recall_classes`` checks the kind)."""
+    frame = ib.make_frame(ib.TokenStructure.from_spec(spec), spec.seq_len, n_layers, n_heads)
+    basis = ib.make_basis(frame)
+    classes = cl.recall_classes(spec)
+    feats = cfw.features(basis, classes.tokens, classes.target)
+    iwl = cl.recall_classes(spec, with_relevant=False)
+    w = np.asarray(iwl.probs(ZERO), np.float64)
+    keep = w > 0
+    query = iwl.tokens[keep, -1]
+    return ExactRecall(spec=spec, basis=basis, classes=classes, feats=feats,
+                       iwl_feats=cfw.features(basis, iwl.tokens[keep], iwl.target[keep]),
+                       iwl_weights=w[keep] / w[keep].sum(),
+                       iwl_target=spec.association()[query])
+
+
+def abgd_init(model: ExactRecall, init_sub) -> np.ndarray:
+    """Full coordinates of the (alpha, beta, gamma, delta) point ``init_sub`` (2 layers, 1 head)."""
+    _, phi = ode.abgd_coordinates(model.basis)
+    return np.asarray(init_sub, np.float64) @ phi
+
+
+def solve_cells(model: ExactRecall, theta0, f_r, f_v, t1: float, n_save: int,
+                dtype=jnp.float32, rtol: float = solve.RTOL, atol: float = solve.ATOL,
+                dt0: float | None = None) -> dict[str, jax.Array]:
+    """The exact reduced ODE from ``theta0 [n]`` for every cell ``(f_r[c], f_v[c])`` (one jitted
+    ``vmap``): ``theta [G, n_save + 1, n]`` and the ``readouts`` ``[G, n_save + 1]``."""
+    return cells_solver(model, t1, n_save, rtol, atol, dt0)(
+        jnp.asarray(theta0, dtype), jnp.asarray(np.ravel(f_r), dtype),
+        jnp.asarray(np.ravel(f_v), dtype))
+
+
+def cells_solver(model: ExactRecall, t1: float, n_save: int, rtol: float = solve.RTOL,
+                 atol: float = solve.ATOL, dt0: float | None = None, keep_theta: bool = True):
+    """The jitted ``(theta0 [n], f_r [G], f_v [G]) -> solve_cells output`` (to compile apart
+    from the solve). ``keep_theta=False`` returns the read-offs and the final state only."""
+    def one(th0, fr, fv):
+        tp = {"f_r": fr, "f_v": fv}
+        traj = solve.solve(model.field, th0, tp, t1, n_save, rtol, atol, dt0)
+        ro = jax.vmap(lambda th: model.readouts(th, tp))(traj)
+        return {"theta": traj if keep_theta else traj[-1], **ro}
+
+    return jax.jit(jax.vmap(one, in_axes=(None, 0, 0)))

@@ -1,0 +1,116 @@
+"""Phase diagrams from the exact reduced dynamics (``exact``): the (f_r, f_v) grid as one jitted
+``vmap``, the (b, f_r) grid (one class set per b), and the checks of the exact dynamics against
+the enumerated full-manifold ODE (``ode``) and against SGD on full weights (``cells``).
+
+Read-offs are ``phase.readoff``'s with ``capped=False`` (the full manifold can use positions, so
+rare-token ICL is not capped at ``b / (b + 1)``).
+"""
+from __future__ import annotations
+
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mechjax.analysis.imir import basis as ib
+from mechjax.analysis.imir import cells as imir_cells
+from mechjax.analysis.imir import exact
+from mechjax.analysis.imir import ode
+from mechjax.analysis.imir import phase as ph
+from mechjax.analysis.imir import solve
+from mechjax.tasks import blocklist as bl
+from mechjax.tasks.blocklist import population as pop
+
+
+def timed_cells(model: exact.ExactRecall, init_sub, f_r, f_v, t1: float, n_save: int,
+                rtol: float = solve.RTOL, dt0: float | None = None,
+                ) -> tuple[dict[str, np.ndarray], float, float]:
+    """``exact.solve_cells`` (float32, final state kept only) with compilation timed apart:
+    ``(numpy results, compile seconds, run seconds)``."""
+    fn = exact.cells_solver(model, t1, n_save, rtol, rtol * solve.ATOL / solve.RTOL, dt0,
+                            keep_theta=False)
+    args = (jnp.asarray(exact.abgd_init(model, init_sub), jnp.float32),
+            jnp.asarray(np.ravel(f_r), jnp.float32), jnp.asarray(np.ravel(f_v), jnp.float32))
+    t0 = time.perf_counter()
+    compiled = fn.lower(*args).compile()
+    t1_ = time.perf_counter()
+    out = jax.block_until_ready(compiled(*args))
+    t2 = time.perf_counter()
+    return {k: np.asarray(v) for k, v in out.items()}, t1_ - t0, t2 - t1_
+
+
+def readoff(out: dict, t: np.ndarray, threshold: float) -> dict[str, np.ndarray]:
+    """``phase.readoff`` of exact-dynamics cells (uncapped ICL level)."""
+    n = len(out["p_rare"])
+    return ph.readoff(out, t, np.ones(n), threshold, capped=False)
+
+
+def b_grid(spec: bl.BlockListSpec, init_sub, b_values, f_r, f_v: float, t1: float,
+           n_save: int, rtol: float = solve.RTOL, dt0: float | None = None,
+           ) -> tuple[dict[str, np.ndarray], float]:
+    """The (b, f_r) diagram: for each ``b`` (its own class set) one vmapped solve over ``f_r``.
+    Returns read-off arrays ``[len(b_values) * len(f_r), n_t]`` (b-major) and the run seconds
+    (compilation excluded)."""
+    parts, secs = [], 0.0
+    for b in b_values:
+        model = exact.make(bl.BlockListSpec(kind="recall", n_common=spec.n_common,
+                                            n_rare=spec.n_rare, n_blocks=spec.n_blocks,
+                                            burstiness=int(b)))
+        out, _, run = timed_cells(model, init_sub, f_r, np.full(len(f_r), f_v), t1, n_save,
+                                  rtol, dt0)
+        parts.append(out)
+        secs += run
+    keys = [k for k in parts[0] if k != "theta"]
+    return {k: np.concatenate([p[k] for p in parts]) for k in keys}, secs
+
+
+def vs_full_ode(spec: bl.BlockListSpec, init_sub, f_r, f_v, t1: float, n_save: int,
+                dt0: float | None = None) -> dict:
+    """The exact dynamics against the enumerated full-manifold ODE (``ode.vector_field`` through
+    the engine on ``symmetric_support``) from the same point, per cell: ``ode.max_rel_deviation``
+    of the coordinate trajectories (the enumerated ODE is the reference), and seconds of each."""
+    model = exact.make(spec)
+    th0 = jnp.asarray(exact.abgd_init(model, init_sub), jnp.float32)
+    loss = ode.population_loss_fn(model.basis, pop.symmetric_support(spec))
+    field = ode.vector_field(model.basis, loss)
+    fr, fv = (jnp.asarray(np.ravel(x), jnp.float32) for x in (f_r, f_v))
+
+    def run(fn):
+        f = jax.jit(jax.vmap(lambda a, b: solve.solve(fn, th0, {"f_r": a, "f_v": b}, t1,
+                                                      n_save, dt0=dt0))).lower(fr, fv).compile()
+        t0 = time.perf_counter()
+        ys = np.asarray(jax.block_until_ready(f(fr, fv)))
+        return ys, time.perf_counter() - t0
+
+    ref, t_ref = run(field)
+    got, t_got = run(model.field)
+    devs = [ode.max_rel_deviation(got[i], ref[i]) for i in range(len(ref))]
+    return {"max_rel_deviation": max(d["norm"] for d in devs),
+            "max_rel_deviation_per_coordinate": max(d["coord"] for d in devs),
+            "cells": len(ref), "n_coords": model.n_coords, "n_classes": model.classes.size,
+            "seconds_full_ode": t_ref, "seconds_exact": t_got}
+
+
+def vs_sgd(spec: bl.BlockListSpec, init_sub, f_r: float, f_v: float, lr: float, steps: int,
+           n_save: int, batch_size: int, seed: int = 0) -> dict:
+    """The exact dynamics against SGD on every weight of the IMIR transformer from the same
+    on-manifold point (``cells.train_cells``, the trained weights' least-squares coordinates):
+    ``ode.max_rel_deviation`` until the trained loss has dropped 90% (as ``measure.ode_vs_gd``),
+    and over the whole run."""
+    model = exact.make(spec)
+    tr = imir_cells.train_cells(spec, init_sub, np.array([f_r]), np.array([f_v]), lr, steps,
+                                n_save, batch_size, 256, seed, full_coords=True)
+    t1 = float(tr["t"][-1])
+    traj = exact.solve_cells(model, exact.abgd_init(model, init_sub), f_r, f_v, t1, n_save)
+    ode_theta = np.asarray(traj["theta"][0])
+    ode_loss = np.asarray(traj["loss"][0])
+    sgd_theta = tr["theta_full"][0]
+    # the trained loss is a minibatch estimate; the 90% drop is read on the exact loss along
+    # the ODE (same times)
+    hit = ode_loss <= 0.1 * ode_loss[0]
+    upto = int(np.argmax(hit)) + 1 if hit.any() else len(ode_loss)
+    return {"until_90": ode.max_rel_deviation(sgd_theta, ode_theta, upto),
+            "whole": ode.max_rel_deviation(sgd_theta, ode_theta),
+            "loss_drop_90_at_t": float(tr["t"][upto - 1]) if hit.any() else None,
+            "t1": t1, "lr": lr, "batch_size": batch_size, "n_coords": model.n_coords}
