@@ -166,10 +166,10 @@ def ode_vs_training(c: dict, summary: dict, metrics: dict, fig_dir: str) -> None
                             return_trajectories=True)
     traj, run0 = chk.pop("trajectories"), chk["runs"][0]
     summary.update({
-        "ode_vs_training/max_rel_deviation": run0["until_90"]["norm"],
-        "ode_vs_training/max_rel_deviation_per_coordinate": run0["until_90"]["coord"],
-        "ode_vs_training/loss_drop_90_at_t": run0["loss_drop_90_at_t"],
-        "ode_vs_training/detail": {k: v for k, v in chk.items() if k != "runs"} | {
+        "full_ode_vs_gd/max_rel_deviation": run0["until_90"]["norm"],
+        "full_ode_vs_gd/max_rel_deviation_per_coordinate": run0["until_90"]["coord"],
+        "full_ode_vs_gd/loss_drop_90_at_t": run0["loss_drop_90_at_t"],
+        "full_ode_vs_gd/detail": {k: v for k, v in chk.items() if k != "runs"} | {
             "loss_start": run0["loss_start"], "loss_end": run0["loss_end"],
             "whole_run": run0["whole"], "max_off_span": run0["max_off_span"]}})
     save_figure(plots.trajectories(

@@ -10,8 +10,9 @@ without enumerating sequences or forming ``d_model``-wide weights.
 
 Read-offs along a trajectory, as ``full_phase``: ``p_rare`` = mean target probability given a
 rare relevant item (distractors at the training law), ``acc_rare`` = the same for the argmax,
-``p_iwl`` = mean probability of ``C(a)`` on common faithful queries whose relevant blocks were
-replaced by a distractor block (in-weights only), and the population ``loss``.
+``p_iwl`` = mean probability of ``C(a)`` on common faithful queries whose relevant block was
+replaced by a distractor block (in-weights only; the layout of ``b = 1`` for every ``b``, so it
+needs ``n_blocks >= 3``), and the population ``loss``.
 """
 from __future__ import annotations
 
@@ -80,7 +81,9 @@ def make(spec: bl.BlockListSpec, n_layers: int = 2, n_heads: int = 1) -> ExactRe
     basis = ib.make_basis(frame)
     classes = cl.recall_classes(spec)
     feats = cfw.features(basis, classes.tokens, classes.target)
-    iwl = cl.recall_classes(spec, with_relevant=False)
+    # the read-off layout is b = 1's for every b (so it exists at b = n_blocks - 1, where no
+    # distractor block is left to replace the answers, and is the same across a (b, f_r) grid)
+    iwl = cl.recall_classes(dataclasses.replace(spec, burstiness=1), with_relevant=False)
     w = np.asarray(iwl.probs(ZERO), np.float64)
     keep = w > 0
     query = iwl.tokens[keep, -1]
