@@ -151,7 +151,10 @@ def test_tiny_end_to_end(tmp_path):
     for key in ("grid_seconds", "theorem2/max_rel_error", "theorem3/slope_vs_b", "theorem3/r2",
                 "ode_vs_training/max_rel_deviation", "emergence_order",
                 "confinement/rel_residual", "speed/ratio_train_per_cell_vs_grid",
-                "theorem2/conditions", "theorem2/protocols", "grid/contour_sb"):
+                "theorem2/conditions", "theorem2/protocols", "grid/contour_sb",
+                "exact_vs_full_ode/max_rel_deviation", "winner_agreement/theory_arch",
+                "grid_4coord/winner_agreement_with_exact", "full_ode_vs_gd/max_rel_deviation",
+                "grid_b/contour_sb", "grid/n_classes"):
         assert key in saved, key
     # The readout scale gamma moves first at the reference cell; alpha and beta later or never
     # (None) within the tiny horizon (gamma ~117, alpha / beta never measured).
@@ -159,13 +162,18 @@ def test_tiny_end_to_end(tmp_path):
     assert saved["emergence_order"][0] == "gamma" and times["gamma"] is not None
     assert all(times[n] is None or times[n] > times["gamma"] for n in ("alpha", "beta")), times
     assert saved["confinement/rel_residual"] < 1e-5
+    # the exact dynamics (orbit classes, coordinate forward) against the enumerated engine ODE
+    # (float32 solver noise), and against SGD on full weights from the same point
+    assert saved["exact_vs_full_ode/max_rel_deviation"] < 1e-3
     assert saved["ode_vs_training/max_rel_deviation"] < 0.05
+    assert saved["full_ode_vs_gd/max_rel_deviation"] < 0.05
     assert saved["theorem3/r2"] > 0.95
     assert len(saved["theorem2/protocols"]) >= 4
     # The full-manifold ODE and the 4-coordinate closed form pick the same winner on at least 3
     # of the 4 tiny cells (all 4 measured).
     assert saved["full_grid/winner_agreement_with_4coord"] >= 0.75
     for name in ("phase_fr_fv.png", "phase_b_fr.png", "trajectories_abgd.png",
+                 "phase_fr_fv_4coord.png", "phase_b_fr_4coord.png",
                  "phase_full_manifold.png", "phase_full_manifold_4coord.png",
                  "trajectories_ode_vs_training.png", "theorem2.png", "theorem3.png"):
         assert os.path.getsize(os.path.join(workdir, "figures", name)) > 1000, name
@@ -181,6 +189,8 @@ def test_tiny_end_to_end(tmp_path):
     (lambda c: setattr(c.theorem2, "settings", [[0.1, 0.0]] * 3), "theorem2.settings="),
     (lambda c: setattr(c.task, "n_common", 4), "n_common=4"),
     (lambda c: setattr(c.grid, "f_v_max", 1.5), "grid.f_v_max=1.5"),
+    (lambda c: setattr(c.exact, "n_blocks", 7), "exact.n_blocks=7"),
+    (lambda c: setattr(c.exact, "b", 3), "exact.b=3"),
 ])
 def test_bad_config_refused_before_writing(tmp_path, edit, message):
     config = tiny.get_config()

@@ -1,5 +1,5 @@
 """Exact reduced dynamics of associative recall on the whole invariant manifold, at sizes the
-enumerated engine population cannot reach (docs/imir.md, section 7).
+enumerated engine population cannot reach (docs/imir.md, section 9).
 
 The population loss is ``sum_c P_c(f_r, f_v) loss_c(theta)`` over the orbit classes of
 ``blocklist.classes`` (closed-form probabilities, a class count independent of the vocabulary),

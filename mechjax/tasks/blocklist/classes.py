@@ -1,5 +1,5 @@
 """The exact population of associative recall as a weighted sum over orbit classes whose number
-does not grow with the vocabulary (docs/imir.md, section 7).
+does not grow with the vocabulary (docs/imir.md, section 9).
 
 A class is one orbit of the task's symmetry group (association-preserving token relabellings and
 cyclic rotations; ``population.canonical_form`` is its representative). Its probability is a
