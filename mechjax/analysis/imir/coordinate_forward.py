@@ -1,5 +1,5 @@
 """The IMIR model's forward pass at the query, written in manifold coordinates (docs/imir.md,
-section 7): exact for weights on the manifold, at a cost that does not grow with ``d_model``.
+section 9): exact for weights on the manifold, at a cost that does not grow with ``d_model``.
 
 On the manifold every residual-stream vector is a sum over paths ``a`` of a copy of the embedding
 space E (``basis.Frame``), and the copy carried by path ``a`` at position ``i`` is a fixed mixture
