@@ -110,13 +110,28 @@ def solve_cells(model: ExactRecall, theta0, f_r, f_v, t1: float, n_save: int,
 
 
 def cells_solver(model: ExactRecall, t1: float, n_save: int, rtol: float = solve.RTOL,
-                 atol: float = solve.ATOL, dt0: float | None = None, keep_theta: bool = True):
+                 atol: float = solve.ATOL, dt0: float | None = None, keep_theta: bool = True,
+                 chunk: int | None = None):
     """The jitted ``(theta0 [n], f_r [G], f_v [G]) -> solve_cells output`` (to compile apart
-    from the solve). ``keep_theta=False`` returns the read-offs and the final state only."""
+    from the solve). ``keep_theta=False`` returns the read-offs and the final state only.
+    ``chunk``: cells solved ``chunk`` at a time (``lax.map`` over vmapped chunks; ``G`` must be
+    a multiple). Under ``vmap`` the adaptive loop runs until its slowest cell is done, so chunks
+    stop the easy cells from paying for the hardest one of the whole grid."""
     def one(th0, fr, fv):
         tp = {"f_r": fr, "f_v": fv}
         traj = solve.solve(model.field, th0, tp, t1, n_save, rtol, atol, dt0)
         ro = jax.vmap(lambda th: model.readouts(th, tp))(traj)
         return {"theta": traj if keep_theta else traj[-1], **ro}
 
-    return jax.jit(jax.vmap(one, in_axes=(None, 0, 0)))
+    many = jax.vmap(one, in_axes=(None, 0, 0))
+    if chunk is None:
+        return jax.jit(many)
+
+    def chunked(th0, fr, fv):
+        if fr.shape[0] % chunk:
+            raise ValueError(f"{fr.shape[0]} cells: not a multiple of chunk={chunk}")
+        out = jax.lax.map(lambda x: many(th0, *x), (fr.reshape(-1, chunk),
+                                                     fv.reshape(-1, chunk)))
+        return jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), out)
+
+    return jax.jit(chunked)

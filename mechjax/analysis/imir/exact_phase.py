@@ -24,12 +24,15 @@ from mechjax.tasks.blocklist import population as pop
 
 
 def timed_cells(model: exact.ExactRecall, init_sub, f_r, f_v, t1: float, n_save: int,
-                rtol: float = solve.RTOL, dt0: float | None = None,
+                rtol: float = solve.RTOL, dt0: float | None = None, chunk: int = 256,
                 ) -> tuple[dict[str, np.ndarray], float, float]:
-    """``exact.solve_cells`` (float32, final state kept only) with compilation timed apart:
-    ``(numpy results, compile seconds, run seconds)``."""
+    """``exact.solve_cells`` (float32, final state kept only; ``chunk`` cells at a time, or all
+    at once when fewer or not a divisor) with compilation timed apart: ``(numpy results, compile
+    seconds, run seconds)``."""
+    n_cells = np.size(f_r)
+    chunk_ = chunk if n_cells > chunk and n_cells % chunk == 0 else None
     fn = exact.cells_solver(model, t1, n_save, rtol, rtol * solve.ATOL / solve.RTOL, dt0,
-                            keep_theta=False)
+                            keep_theta=False, chunk=chunk_)
     args = (jnp.asarray(exact.abgd_init(model, init_sub), jnp.float32),
             jnp.asarray(np.ravel(f_r), jnp.float32), jnp.asarray(np.ravel(f_v), jnp.float32))
     t0 = time.perf_counter()
