@@ -28,7 +28,8 @@ def _max_diff(a: dict, b: dict) -> float:
 
 @pytest.mark.parametrize("spec", [
     bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3),
-    bl.BlockListSpec(n_common=8, n_rare=8, n_blocks=4),                 # collisions of partners
+    bl.BlockListSpec(n_common=8, n_rare=8, n_blocks=3),                 # fresh cycles
+    bl.BlockListSpec(n_common=6, n_rare=6, n_blocks=4),                 # 3 items collide
     bl.BlockListSpec(n_common=8, n_rare=8, n_blocks=4, burstiness=2),
 ])
 def test_classes_equal_the_enumerated_orbit_quotient(spec):
