@@ -82,13 +82,12 @@ def build(config) -> dict:
         raise ConfigError(f"ode_check: {bl.support_size(check_spec)} sequences to enumerate; "
                           "use a smaller spec (<= 200000)")
     e = c["exact"]
-    exact_spec = _spec("exact", e, 1)
-    if not 1 <= e["b"] <= e["n_blocks"] - 1:
-        raise ConfigError(f"exact.b={e['b']}: must be in [1, n_blocks - 1 = {e['n_blocks'] - 1}]")
     if e["n_blocks"] > 5:
         raise ConfigError(f"exact.n_blocks={e['n_blocks']}: allowed 2..5 (the class count grows "
                           "combinatorially with the blocks)")
-    _spec("exact", e, e["b"])
+    if not 1 <= e["b"] <= e["n_blocks"] - 1:
+        raise ConfigError(f"exact.b={e['b']}: must be in [1, n_blocks - 1 = {e['n_blocks'] - 1}]")
+    exact_spec = _spec("exact", e, e["b"])
     if e["n_blocks"] < 3 and c["validate"]["n_cells"]:
         raise ConfigError(f"exact.n_blocks={e['n_blocks']}: must be >= 3 for the in-weights "
                           "read-off (a distractor block must exist)")
