@@ -112,6 +112,14 @@ def trained(c: dict, pb: im.RouteProblem, rand: dict, ode_out: dict, summary: di
         np.mean(w_ode[confident] == w_tr[confident])) if confident.any() else None
     summary["trained/largest_init_accuracy_confident"] = float(
         np.mean(largest[confident] == w_tr[confident])) if confident.any() else None
+    # read mid-race? the winner over the last quarter of the saved times, both sides
+    settled = (rt.settled(_winners(c, pb, tr_out["rises"]))
+               & rt.settled(_winners(c, pb, ode_out["rises"])))
+    summary["trained/n_settled"] = int(settled.sum())
+    summary["trained/winner_agreement_settled"] = float(
+        np.mean(w_ode[settled] == w_tr[settled])) if settled.any() else None
+    summary["trained/winner_agreement_per_save"] = np.mean(
+        _winners(c, pb, tr_out["rises"]) == _winners(c, pb, ode_out["rises"]), axis=0).tolist()
     summary["trained/win_fractions"] = im.win_fractions(w_tr, pb.dirs)
     summary["trained/win_fractions_ode"] = im.win_fractions(w_ode, pb.dirs)
     summary["trained/final_loss_mean"] = float(tr_out["loss"][:, -1].mean())
