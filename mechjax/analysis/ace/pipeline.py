@@ -29,21 +29,13 @@ from mechjax.analysis.ace.extract import (Core, Gramians, covariance, extract_fr
                                           linear_observability, observability)
 from mechjax.analysis.ace.identify import MarkovFit, ShiftFit, class_means, cyclic_shift, \
     markov_operator
-from mechjax.analysis.ace.reads import JACOBIAN_CHUNK, activations, hook_jacobians
+from mechjax.analysis.ace.reads import ACE_CHUNK, JACOBIAN_CHUNK, activations, hook_jacobians
 from mechjax.analysis.ace.validate import linear_tail_scan, r_nec, r_suf, validate
 from mechjax.chunks import check_chunk_size, map_chunks
 from mechjax.config import ModelConfig
 from mechjax.model import Params
 
 Array = jax.Array
-
-# Sequences per chunk of ACE's whole-model passes (activation read, interventions). Larger than
-# ``mechjax.chunks.DEFAULT_CHUNK`` because the chunked program is slower: the ace_markov CPU
-# config (3000 sequences, per-seed loop, one process, forms alternated, best of 3) took 22.2 s
-# for 4 seeds in chunks of 1024 against 13.0 s unchunked (BUILD_NOTES.md, "Batched ACE"). Up to
-# this size a seed's passes run at once; on CPU seeds are analysed one at a time
-# (``vectorize.resolve_analysis_vectorize``), so memory still follows one seed.
-ACE_CHUNK = 4096
 
 # The tail f from the hooked activation to what Obs differentiates. ``unembed``: the activation
 # feeds the logits through ``h W_U + b`` (the last block's output without a final LayerNorm), so
