@@ -38,9 +38,10 @@ def to_jsonable(value: Any) -> Any:
 
 def writes_here() -> bool:
     """Whether this process writes run outputs: always, except in processes other than 0 of a
-    multi-process JAX run (jax is only asked when it is already imported)."""
+    multi-process JAX run (jax is only asked when it is already imported, and only for the
+    process index once ``jax.distributed`` is up: asking earlier would start the backends)."""
     jax = sys.modules.get("jax")
-    return jax is None or jax.process_count() == 1 or jax.process_index() == 0
+    return jax is None or not jax.distributed.is_initialized() or jax.process_index() == 0
 
 
 def atomic_write(path: str, write: Callable[[IO], None], mode: str) -> None:

@@ -20,16 +20,26 @@ def accelerator(out, *flags):
                           capture_output=True, text=True, timeout=900)
 
 
-def test_tiny_run_end_to_end(tmp_path):
-    out = tmp_path / "acc"
-    proc = accelerator(out)
+def check_report(proc, out, parts):
+    """The run succeeded, ran exactly ``parts``, and printed the table it wrote."""
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.load(open(out / "results.json"))
     for name, part in results["parts"].items():
         assert part["status"] == "ok" or (name == "transformer_lens" and
                                           part["status"].startswith("skipped")), (name, part)
-    assert sorted(results["parts"]) == sorted(["throughput", "transformer_lens", "assign_add",
-                                                "grokking"])
+    assert sorted(results["parts"]) == sorted(parts)
+    table = open(out / "table.md").read()
+    assert table == proc.stdout  # the report is printed and written
+    for name in results["parts"]:
+        assert f"| {name} |" in table
+    return results, table
+
+
+# Two tests, so the suite's two workers can share the parts; together they are the whole run.
+def test_tiny_throughput_and_transformer_lens(tmp_path):
+    out = tmp_path / "acc"
+    parts = ["throughput", "transformer_lens"]
+    results, table = check_report(accelerator(out, f"--parts={','.join(parts)}"), out, parts)
 
     tp = results["throughput"]
     assert tp["device"]["platform"] == "cpu" and tp["device"]["bf16"]
@@ -42,20 +52,20 @@ def test_tiny_run_end_to_end(tmp_path):
     assert set(parity["float32"]["acc"]) == set(parity["bfloat16"]["acc"]) == \
         {"0var_heldout", "1var_train", "2var_two_misplaced"}
     assert 0 <= parity["max_abs_diff/bfloat16"] <= 1
+    assert "| S | vmap float32 | map float32 | vmap bfloat16 | map bfloat16 |" in table
+    assert "| 2 |" in table and "Largest gap bfloat16 vs float32" in table
 
+
+def test_tiny_paper_scale_parts(tmp_path):
+    out = tmp_path / "acc"
+    parts = ["assign_add", "grokking"]
+    results, table = check_report(accelerator(out, f"--parts={','.join(parts)}"), out, parts)
     # (b) and (c): the experiments' own summaries, in their workdirs and in the results
     assert results["assign_add"]["n_seeds"] == 2
     assert os.path.exists(out / "assign_add" / "summary.json")
     assert results["grokking"]["n_seeds"] == 2 and "core_dim/final_wd0" in results["grokking"]
     assert os.path.exists(out / "ace_grokking" / "summary.json")
-
-    table = open(out / "table.md").read()
-    assert table == proc.stdout  # the report is printed and written
-    assert "| S | vmap float32 | map float32 | vmap bfloat16 | map bfloat16 |" in table
-    assert "| 2 |" in table and "Largest gap bfloat16 vs float32" in table
     assert "- `core_dim/final_wd1`:" in table and "- `phase1_step`:" in table
-    for name in results["parts"]:
-        assert f"| {name} |" in table
 
 
 def test_a_part_past_its_limit_is_stopped_and_said_so(tmp_path):

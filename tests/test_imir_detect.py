@@ -100,6 +100,24 @@ def test_eliminate_keeps_exactly_what_matters_on_a_synthetic_loss():
         eliminate(loss, jnp.ones(n), tau=0)
 
 
+def test_lazy_screening_stops_only_on_a_current_table():
+    """Removing 0 makes 1 cheap (1 costs 1 more while 0 is there). Screening one candidate from
+    a table measured before 0 went, the next pick (2) is over the budget, yet 1 is now cheap:
+    the stop is re-checked on a fresh table and 1 goes too, as in the exact greedy."""
+    c = jnp.asarray([0.01, 0.02, 0.5, 0.6])
+
+    def loss(theta):
+        return jnp.sum(c * (1 - theta)) + (1 - theta[1]) * theta[0]
+
+    exact = eliminate(loss, jnp.ones(4), tau=0.1)
+    # sizes that make the bulk pre-pass try 2 and 3 first (too costly: it removes nothing)
+    lazy = eliminate(loss, jnp.ones(4), tau=0.1, exact_max=1, screen=1, refresh=100,
+                     size=np.asarray([1.0, 1.0, 0.0, 0.0]))
+    for res in (exact, lazy):
+        assert res.order[: res.n_accepted].tolist() == [0, 1]
+        assert set(np.flatnonzero(res.kept).tolist()) == {2, 3}
+
+
 def test_staged_candidates_cost_what_the_plain_loss_says():
     """The layer-staged ablations (each candidate re-runs only the layers it changes) equal
     the plain loss of every ablated model, for candidates of every layer and the readout."""

@@ -18,7 +18,8 @@ def test_tiny_config_end_to_end(tmp_path):
     assert summary["ode/points"] == n_points
     assert set(summary["routes"]) == {"L1>L2", "L1>L3", "L2>L3"}
     for key in ("winner_agreement_ode_vs_training", "largest_init_predictor_accuracy",
-                "n_boundary_cells", "trained/win_fractions", "grid/win_fractions"):
+                "n_boundary_cells", "trained/win_fractions", "grid/win_fractions",
+                "trained/n_settled", "trained/winner_agreement_per_save"):
         assert key in summary
     assert sum(summary["trained/win_fractions"].values()) == pytest.approx(1.0)
     with open(os.path.join(wd, "summary.json")) as f:

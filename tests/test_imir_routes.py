@@ -104,3 +104,11 @@ def test_route_weights_and_largest_initial(problem):
     w = np.asarray(rt.route_weights(jnp.asarray(v), d))
     np.testing.assert_allclose(w, [np.prod(v[d.route_units[r]]) for r in range(3)])
     assert rt.largest_initial(w) == int(np.argmax(w))
+
+
+def test_settled_reads_the_last_quarter_of_the_horizon():
+    w = np.array([[0, 1, 2, 2, 2, 2, 2, 2, 2],     # changes early: settled
+                  [0, 0, 0, 0, 0, 0, 0, 1, 1],     # changes in the last quarter: not settled
+                  [1, 1, 1, 1, 1, 1, 1, 1, 2]])    # changes at the last save: not settled
+    assert rt.settled(w).tolist() == [True, False, False]
+    assert rt.settled(w, last=0.0).tolist() == [True, True, False]   # the last two saves

@@ -1,7 +1,10 @@
 """The README's main job, end to end through its command line (tiny config)."""
 import json
 import os
+import re
 import subprocess
+
+import pytest
 
 from conftest import PYTHON, REPO, run_module_env
 
@@ -41,14 +44,25 @@ def test_quickstart_end_to_end_then_refuses_other_config(tmp_path):
 
 
 def test_bad_flags_fail_before_anything_is_written(tmp_path):
-    for flag, message in [("--config.n_seeds=0", "n_seeds=0"),
-                          ("--config.model.d_model=-4", "model.d_model=-4"),
-                          ("--config.task.train_fraction=1.5", "task.train_fraction=1.5"),
-                          ("--config.model.act_fn=swish", "model.act_fn='swish'"),
-                          ("--config.model.d_mlp=-1", "model.d_mlp=-1")]:
-        wd = tmp_path / flag.split("=")[0].split(".")[-1]
-        proc = quickstart(wd, flag)
-        assert proc.returncode != 0 and message in proc.stderr, (flag, proc.stderr[-1500:])
-        assert not wd.exists(), flag
+    # The command line's one-line error, once for a bad value and once for an unknown key ...
+    proc = quickstart(tmp_path / "n", "--config.n_seeds=0")
+    assert proc.returncode != 0 and "n_seeds=0" in proc.stderr, proc.stderr[-1500:]
+    assert not (tmp_path / "n").exists()
     proc = quickstart(tmp_path / "x", "--config.no_such_key=1")
     assert proc.returncode != 0 and "no_such_key" in proc.stderr
+    # ... and the rest in this process (each CLI case costs a JAX start): the same schema raises
+    # before the workdir is made.
+    from experiments.quickstart import run
+    from experiments.quickstart.configs import tiny
+    from mechjax.config import ConfigError
+    for key, value, message in [("model.d_model", -4, "model.d_model=-4"),
+                                ("task.train_fraction", 1.5, "task.train_fraction=1.5"),
+                                ("model.act_fn", "swish", "model.act_fn='swish'"),
+                                ("model.d_mlp", -1, "model.d_mlp=-1")]:
+        config = tiny.get_config()
+        section, name = key.split(".")
+        config[section][name] = value
+        wd = tmp_path / name
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            run.run(config, str(wd))
+        assert not wd.exists(), key

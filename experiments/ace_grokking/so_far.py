@@ -3,8 +3,8 @@ run, read without touching it (training resumes from the same workdir later).
 
 ``python -m experiments.ace_grokking.so_far --workdir=DIR [--out=FILE.json]`` prints, per branch
 and checkpoint epoch reached, the test accuracy, the energy rank, the core dimension, the
-rotational modes and the held-out shift R^2 (mean over seeds, with min-max), and how far each
-branch got with the ETA the training log printed last. The analysis is the experiment's own
+rotational modes and the held-out shift R^2 (mean over seeds, with min-max; a seed with no
+value there is left out), and how far each branch got. The analysis is the experiment's own
 (``run.analyse``, the config the run was started with).
 """
 from __future__ import annotations
@@ -46,14 +46,16 @@ def analyse_so_far(workdir: str) -> dict[str, Any]:
     path = os.path.join(workdir, CONFIG_FILE)
     if not os.path.exists(path):
         raise ConfigError(f"--workdir={workdir!r}: no {CONFIG_FILE}; not an ace_grokking run")
-    b = grok.build(SCHEMA.validate(ml_collections.ConfigDict(json.load(open(path)))))
+    with open(path) as f:
+        b = grok.build(SCHEMA.validate(ml_collections.ConfigDict(json.load(f))))
     epochs = reached_epochs(b, workdir)
     if not epochs["wd1"]:
         raise ConfigError(f"--workdir={workdir!r}: no checkpoint saved yet")
     stats, epochs, timing = grok.analyse(b, workdir, epochs)
     table = {name: {"epoch": epochs[name],
-                    **{c: {"mean": stats[name][c].mean(1), "min": stats[name][c].min(1),
-                           "max": stats[name][c].max(1)} for c in COLUMNS}}
+                    **{c: {"mean": np.nanmean(stats[name][c], 1),
+                           "min": np.nanmin(stats[name][c], 1),
+                           "max": np.nanmax(stats[name][c], 1)} for c in COLUMNS}}
              for name in stats}
     return {"epochs_total": b["epochs"], "branch_epoch": b["branch"]["epoch"],
             "seeds": b["seeds"], "table": table, **timing}

@@ -114,10 +114,11 @@ def largest_fitting(intercept: float, slope: float, budget_bytes: float) -> int 
 def main(out: str, names: Sequence[str], seed_counts: Sequence[int], vectorizes: Sequence[str],
          steps: int, root: str, timeout_s: float) -> dict[str, Any]:
     from mechjax.io import write_json
+    from mechjax.timing import load_average
 
     os.makedirs(out, exist_ok=True)
     result: dict[str, Any] = {"root": root, "experiments": {}, "sweep": {},
-                              "load_average": os.getloadavg()}
+                              "load_average": load_average()}
     path = os.path.join(out, "memory.json")
     for name in names:
         r = peak_rss(experiment_argv(name, os.path.join(out, "runs", name)), root,

@@ -29,6 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from mechjax.timing import load_average
+
 MATMUL_N = 2048          # the reference matmul [N, N] @ [N, N] (float32)
 TINY_MATMUL_N = 256
 
@@ -195,16 +197,9 @@ def _rates(settings: Settings, fns: dict[str, tuple[Callable, tuple]]) -> dict[s
             "matmul_gflops": matmul_gflops, "step_gflop": flops["step"] / 1e9,
             "step_gflops": step_gflops, "step_over_matmul": step_gflops / matmul_gflops,
             "seconds_per_step": per_step, "flops": flops,
-            "load_average": [round(float(x), 2) for x in _loadavg()],
+            "load_average": load_average(),
             "xla_flags": os.environ.get("XLA_FLAGS", ""),
             "device": jax.devices()[0].device_kind}
-
-
-def _loadavg():
-    try:
-        return os.getloadavg()
-    except OSError:
-        return (float("nan"),) * 3
 
 
 def format_profile(r: dict[str, Any]) -> str:

@@ -208,16 +208,16 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     summary: dict[str, Any] = {"tau": c["tau"]}
     if b["source"] is not None:
         st = b["settings"][c["weights_setting"]]
-        # a run's seed draws the data its own training run detected on
-        det, rep = detect_one(st, b["source"].params, c["detect"], c["tau"],
-                              c["from_seed"] if c["from_workdir"] else 0)
+        # a run's seed draws the data its own training run detected on, and names the figures
+        seed = c["from_seed"] if c["from_workdir"] else 0
+        det, rep = detect_one(st, b["source"].params, c["detect"], c["tau"], seed)
         if det.deviations:
             log(f"warning: {b['source'].description} is outside the IMIR assumptions "
                 f"({'; '.join(det.deviations)}); the manifold explains "
                 f"{det.explained['total']:.3f} of its KQ/unembedding weights")
         summary["weights"] = {"source": b["source"].description, "file": c["weights"],
                               "setting": st["name"], **rep}
-        figures(st, [det], fig_dir, [0])
+        figures(st, [det], fig_dir, [seed])
     else:
         for name, st in b["settings"].items():
             stacked = train(st, seeds, workdir)

@@ -145,6 +145,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     keys = ["winner_agreement_ode_vs_training", "largest_init_predictor_accuracy",
             "n_boundary_cells", "trained/win_fractions", "trained/win_fractions_ode",
             "trained/winner_agreement_confident", "trained/n_confident",
+            "trained/winner_agreement_settled", "trained/n_settled",
             "trained/winner_agreement_map_cell_vs_training",
             "grid/win_fractions", "grid/largest_init_predictor_accuracy",
             "grid/n_cells_largest_init_loses", "ode/seconds", "ode/points",

@@ -97,8 +97,10 @@ def trained(c: dict, pb: im.RouteProblem, rand: dict, ode_out: dict, summary: di
     tr_out = im.train_from(pb, weights, tr["lr"], steps, o["n_save"], tr["batch_size"],
                            jax.random.key(tr["seed"] + 1))
     summary["trained/train_seconds"] = time.perf_counter() - t0
-    w_ode = _winners(c, pb, ode_out["rises"][:, -1])
-    w_tr = _winners(c, pb, tr_out["rises"][:, -1])
+    # winners at every saved time, each side once; the final winner is the last column
+    per_save_ode = _winners(c, pb, ode_out["rises"])
+    per_save_tr = _winners(c, pb, tr_out["rises"])
+    w_ode, w_tr = per_save_ode[:, -1], per_save_tr[:, -1]
     v0 = np.asarray(pb.values(theta0))
     largest = rt.largest_initial(np.asarray(rt.route_weights(jnp.asarray(v0), pb.dirs)))
     margin = rt.winner_margin(tr_out["rises"][:, -1])
@@ -112,6 +114,13 @@ def trained(c: dict, pb: im.RouteProblem, rand: dict, ode_out: dict, summary: di
         np.mean(w_ode[confident] == w_tr[confident])) if confident.any() else None
     summary["trained/largest_init_accuracy_confident"] = float(
         np.mean(largest[confident] == w_tr[confident])) if confident.any() else None
+    # read mid-race? the winner over the last quarter of the saved times, both sides
+    settled = rt.settled(per_save_tr) & rt.settled(per_save_ode)
+    summary["trained/n_settled"] = int(settled.sum())
+    summary["trained/winner_agreement_settled"] = float(
+        np.mean(w_ode[settled] == w_tr[settled])) if settled.any() else None
+    summary["trained/winner_agreement_per_save"] = np.mean(
+        per_save_tr == per_save_ode, axis=0).tolist()
     summary["trained/win_fractions"] = im.win_fractions(w_tr, pb.dirs)
     summary["trained/win_fractions_ode"] = im.win_fractions(w_ode, pb.dirs)
     summary["trained/final_loss_mean"] = float(tr_out["loss"][:, -1].mean())

@@ -29,9 +29,9 @@ from mechjax.analysis.ace.extract import (Core, Gramians, covariance, extract_fr
                                           linear_observability, observability)
 from mechjax.analysis.ace.identify import MarkovFit, ShiftFit, class_means, cyclic_shift, \
     markov_operator
-from mechjax.analysis.ace.reads import JACOBIAN_CHUNK, activations, hook_jacobians
+from mechjax.analysis.ace.reads import ACE_CHUNK, JACOBIAN_CHUNK, activations, hook_jacobians
 from mechjax.analysis.ace.validate import linear_tail_scan, r_nec, r_suf, validate
-from mechjax.chunks import DEFAULT_CHUNK, check_chunk_size, map_chunks
+from mechjax.chunks import check_chunk_size, map_chunks
 from mechjax.config import ModelConfig
 from mechjax.model import Params
 
@@ -84,7 +84,7 @@ class Pipeline:
     holdout_start: int = 0
     holdout_frac: float = 0.075
     suf_tol: float = 1e-3
-    chunk_size: int | None = DEFAULT_CHUNK
+    chunk_size: int | None = ACE_CHUNK
     jac_chunk: int | None = JACOBIAN_CHUNK
 
     def __post_init__(self):

@@ -14,17 +14,25 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechjax.analysis.ace.basis import as_float
-from mechjax.chunks import DEFAULT_CHUNK, map_chunks
+from mechjax.chunks import map_chunks
 from mechjax.config import ModelConfig
 from mechjax.hooks import run_with_cache, run_with_hooks
 from mechjax.model import Params
 
 Array = jax.Array
 
+# Sequences per chunk of ACE's whole-model passes (activation read, interventions). Larger than
+# ``mechjax.chunks.DEFAULT_CHUNK`` because the chunked program is slower: ACE on the ace_markov
+# CPU config (3000 sequences, per-seed loop, one process, forms alternated, best of 3) took
+# 18.7 s for 4 seeds in chunks of 1024 against 10.7 s unchunked (BUILD_NOTES.md, "Batched ACE on
+# the current code"). On CPU seeds are analysed one at a time
+# (``vectorize.resolve_analysis_vectorize``), so memory still follows one seed's chunk.
+ACE_CHUNK = 4096
+
 
 @functools.partial(jax.jit, static_argnames=("cfg", "hook_name", "position", "chunk_size"))
 def activations(params: Params, tokens: Array, cfg: ModelConfig, hook_name: str,
-                position: int | None = None, chunk_size: int | None = DEFAULT_CHUNK) -> Array:
+                position: int | None = None, chunk_size: int | None = ACE_CHUNK) -> Array:
     """``H``: the activation at ``hook_name`` for ``tokens [b, p]``, ``chunk_size`` sequences
     per forward pass (``mechjax.chunks``; None: all at once).
 
@@ -62,7 +70,7 @@ def tail_jacobians(f: Callable[..., Array], h: Array, ctx: Any = None) -> Array:
 
 # Jacobian samples per chunk of ``hook_jacobians``: each sample runs one forward pass per
 # input (or output) dimension of the tail, so 16 samples at D = 64 are 1,024 one-sequence passes,
-# the work of one ``DEFAULT_CHUNK`` of sequences.
+# the work of about 1,000 sequences.
 JACOBIAN_CHUNK = 16
 
 

@@ -11,7 +11,8 @@ from typing import Callable, Literal
 import jax
 import jax.numpy as jnp
 
-from mechjax.chunks import DEFAULT_CHUNK, map_chunks
+from mechjax.analysis.ace.reads import ACE_CHUNK
+from mechjax.chunks import map_chunks
 from mechjax.config import ModelConfig
 from mechjax.hooks import project_onto, run_with_hooks
 from mechjax.metrics import accuracy, cross_entropy, roc_auc
@@ -67,7 +68,7 @@ def _score(kind: Metric, logits: Array, labels: Array, weights: Array | None) ->
 def intervened_metric(params: Params, tokens: Array, labels: Array, cfg: ModelConfig,
                       hook_name: str, hook_fn: Callable[[Array], Array] | None,
                       metric: Metric = "accuracy", readout: int | None = None,
-                      weights: Array | None = None, chunk_size: int | None = DEFAULT_CHUNK,
+                      weights: Array | None = None, chunk_size: int | None = ACE_CHUNK,
                       ) -> Array:
     """Metric of the model with ``hook_fn`` applied at ``hook_name`` (None: no intervention).
 
@@ -89,7 +90,7 @@ def intervened_metric(params: Params, tokens: Array, labels: Array, cfg: ModelCo
                    static_argnames=("cfg", "hook_name", "metric", "readout", "chunk_size"))
 def validate(params: Params, tokens: Array, labels: Array, cfg: ModelConfig, hook_name: str,
              basis: Array, metric: Metric = "accuracy", readout: int | None = None,
-             weights: Array | None = None, chunk_size: int | None = DEFAULT_CHUNK,
+             weights: Array | None = None, chunk_size: int | None = ACE_CHUNK,
              ) -> dict[str, Array]:
     """Toy-model validation: ``{'full', 'core_only', 'core_removed'}`` metrics (SPEC 2.2).
 

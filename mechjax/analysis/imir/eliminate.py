@@ -21,7 +21,10 @@ coordinates, so two documented shortcuts apply above ``exact_max`` active coordi
   exactly, then each step re-measures only the ``screen`` cheapest by that (stale) table and
   removes the best of them; the table is refreshed every ``refresh`` steps. Removal costs change
   slowly as coordinates go, so this is the classic lazy greedy; with ``exact_max`` at least the
-  basis size the algorithm is the plain exact greedy (the tests use that).
+  basis size the algorithm is the plain exact greedy (the tests use that). The stop is always
+  certified on a current table: when the screened candidates are all over the budget the table
+  is refreshed first, since a removal can make another coordinate cheap (redundant copies), which
+  the stale table would hide.
 """
 from __future__ import annotations
 
@@ -195,6 +198,7 @@ def eliminate(loss: LossOfTheta, theta: jax.Array, tau: float, *,
     n_accepted, table, age = None, None, refresh
     while mask.any():
         active = np.flatnonzero(mask)
+        fresh = True               # the costs below cover every active coordinate at this mask
         if len(active) <= exact_max:
             cand = active
             costs = ev.ablations(mask, cand)
@@ -212,11 +216,17 @@ def eliminate(loss: LossOfTheta, theta: jax.Array, tau: float, *,
                         after += [np.nan] * (len(removed) - 1) + [val]
                         age = refresh       # re-measure what is left before going on
                         continue
+            fresh = age == 0
             cand = active[np.argsort(table[active], kind="stable")[:screen]]
             costs = ev.ablations(mask, cand)
             table[cand] = costs
             age += 1
         j = int(np.argmin(costs))
+        if n_accepted is None and costs[j] > budget and not fresh:
+            # the screened few are over budget, but a stale table can hide a coordinate that
+            # became cheap since it was measured: stop only on a full, current table
+            age = refresh
+            continue
         if n_accepted is None and costs[j] > budget:
             n_accepted = len(order)
             if overshoot == 0:

@@ -20,6 +20,7 @@ over the masks), so the cost is one compilation and ``n_layers * n_heads + 1`` f
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Mapping, Sequence
 
 import jax
@@ -60,33 +61,36 @@ def _z_name(layer: int) -> str:
     return f"blocks.{layer}.attn.hook_z"
 
 
-def head_ablation(params: Mapping[str, jax.Array], cfg: ModelConfig, batch: Batch,
-                  tau: float) -> HeadAblation:
-    """Mean-ablate every head of ``params`` (a mechjax model of ``cfg``) on ``batch``
-    (``tokens``, ``labels``, ``weights [b, T]``) one at a time (module docstring)."""
-    params = {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
-    n_layers, n_heads = cfg.n_layers, cfg.n_heads
-    names = [_z_name(l) for l in range(n_layers)]
+@functools.partial(jax.jit, static_argnames=("cfg",))
+def _ablate_all(params: Mapping[str, jax.Array], cfg: ModelConfig, batch: Batch):
+    """``((loss, acc), (loss [L*H], acc [L*H]))``: the model, then each head mean-ablated.
+    At module level so every seed of one config reuses one compilation."""
+    names = [_z_name(l) for l in range(cfg.n_layers)]
     tokens, labels, weights = batch["tokens"], batch["labels"], batch["weights"]
 
     def scores(logits):
         return cross_entropy(logits, labels, weights), accuracy(logits, labels, weights)
 
-    @jax.jit
-    def run_all(params, tokens):
-        logits, cache = run_with_cache(params, tokens, cfg, names)
-        means = [cache[n].mean(axis=0) for n in names]       # [p, h, e] per layer
+    logits, cache = run_with_cache(params, tokens, cfg, names)
+    means = [cache[n].mean(axis=0) for n in names]       # [p, h, e] per layer
 
-        def ablated(mask):                                    # mask [n_layers, n_heads]
-            hooks = {n: (lambda z, l=l: z + mask[l][None, None, :, None] * (means[l] - z))
-                     for l, n in enumerate(names)}
-            return scores(run_with_hooks(params, tokens, cfg, hooks)[0])
+    def ablated(mask):                                    # mask [n_layers, n_heads]
+        hooks = {n: (lambda z, l=l: z + mask[l][None, None, :, None] * (means[l] - z))
+                 for l, n in enumerate(names)}
+        return scores(run_with_hooks(params, tokens, cfg, hooks)[0])
 
-        masks = jnp.eye(n_layers * n_heads).reshape(-1, n_layers, n_heads)
-        return scores(logits), jax.lax.map(ablated, masks)
+    masks = jnp.eye(cfg.n_layers * cfg.n_heads).reshape(-1, cfg.n_layers, cfg.n_heads)
+    return scores(logits), jax.lax.map(ablated, masks)
 
-    (loss, acc), (loss_ab, acc_ab) = run_all(params, tokens)
-    shape = (n_layers, n_heads)
+
+def head_ablation(params: Mapping[str, jax.Array], cfg: ModelConfig, batch: Batch,
+                  tau: float) -> HeadAblation:
+    """Mean-ablate every head of ``params`` (a mechjax model of ``cfg``) on ``batch``
+    (``tokens``, ``labels``, ``weights [b, T]``) one at a time (module docstring)."""
+    params = {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
+    batch = {k: jnp.asarray(batch[k]) for k in ("tokens", "labels", "weights")}
+    (loss, acc), (loss_ab, acc_ab) = _ablate_all(params, cfg, batch)
+    shape = (cfg.n_layers, cfg.n_heads)
     return HeadAblation(float(loss), float(acc), np.asarray(loss_ab, np.float64).reshape(shape),
                         np.asarray(acc_ab, np.float64).reshape(shape), float(tau))
 

@@ -158,6 +158,16 @@ def winners(layer_rises: np.ndarray, dirs: RouteDirections, min_rise: float) -> 
     return np.where(second > min_rise, idx, -1).astype(int)
 
 
+def settled(winner_t: np.ndarray, last: float = 0.25) -> np.ndarray:
+    """Bool ``[...]``: the winner ``winner_t [..., n_saved]`` (over saved times) is the same at
+    every saved time in the last ``last`` of the horizon (at least the last two). A point that
+    still changes winner there is read mid-race: its final winner is a snapshot, not a result."""
+    w = np.asarray(winner_t)
+    k = max(2, int(np.ceil(last * (w.shape[-1] - 1))) + 1)
+    tail = w[..., -k:]
+    return np.all(tail == tail[..., -1:], axis=-1)
+
+
 def winner_margin(layer_rises: np.ndarray) -> np.ndarray:
     """``(second largest - smallest) / second largest`` of the layer rises ``[..., n_layers]``:
     1 when the idle layer is truly idle, near 0 when the third layer matters as much (a point

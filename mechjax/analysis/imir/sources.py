@@ -79,9 +79,8 @@ def from_run(workdir: str, seed: int, step: int | None = None,
     try:
         run = runs.open(workdir, pick_sweep(workdir, sweep))
         check_model_config(run.model_cfg, what)
-        index = run.seed_index(seed)
-        step = run.steps_saved[-1] if step is None and run.steps_saved else step
-        params = {k: v[index] for k, v in run.stacked_params(step).items()}
+        params = run.params(seed, step)
+        step = run.steps_saved[-1] if step is None and run.steps_saved else step  # for desc
     except runs.RunError as err:
         raise DetectError(f"{what}: {err}") from None
     desc = f"workdir {workdir}, sweep {os.path.relpath(run.path, run.root)}, seed {seed}, " \
