@@ -44,3 +44,33 @@ def test_tighter_tolerance_is_more_accurate_and_takes_more_steps():
 def test_bad_n_save_is_refused():
     with pytest.raises(ValueError, match="n_save=0"):
         solve.solve(decay, jnp.ones(2), 1.0, 1.0, 0)
+
+
+@pytest.mark.parametrize("solver", sorted(solve.SOLVERS))
+def test_every_solver_matches_the_closed_form(solver):
+    ys = solve.solve(decay, jnp.asarray([1.0, -2.0]), 0.5, 4.0, 4, rtol=1e-4, atol=1e-6,
+                     solver=solver)
+    want = np.asarray([1.0, -2.0])[None] * np.exp(-0.5 * np.linspace(0.0, 4.0, 5))[:, None]
+    np.testing.assert_allclose(ys, want, atol=2e-3)
+
+
+def test_capped_solve_stops_the_stiff_cell_only():
+    """Under vmap a step cap stops the stiff cell (``done`` False) and not the easy one, whose
+    states equal the uncapped solve's."""
+    ks = jnp.asarray([0.5, 200.0])
+    th0 = jnp.asarray([1.0])
+    # Heun at rtol 1e-2: 38 steps for k = 0.5, 1243 for k = 200 (stability-bound)
+    capped = jax.jit(jax.vmap(lambda k: solve.solve_capped(decay, th0, k, 10.0, 5, 1e-2, 1e-4,
+                                                           None, 100, "heun")))
+    ys, done = capped(ks)
+    assert np.asarray(done).tolist() == [True, False]
+    np.testing.assert_allclose(ys[0], solve.solve(decay, th0, ks[0], 10.0, 5, 1e-2, 1e-4,
+                                                  solver="heun"), rtol=1e-6)
+    _, done = jax.jit(jax.vmap(lambda k: solve.solve_capped(decay, th0, k, 10.0, 5, 1e-2, 1e-4,
+                                                            None, 4096, "heun")))(ks)
+    assert np.asarray(done).all()
+
+
+def test_unknown_solver_is_refused():
+    with pytest.raises(ValueError, match="solver='rk4'"):
+        solve.solve(decay, jnp.ones(2), 1.0, 1.0, 1, solver="rk4")

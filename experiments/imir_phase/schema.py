@@ -1,6 +1,6 @@
 """The imir_phase config: every key, what it means and what it allows (``configs/*.py`` give
 values; see ``mechjax.config_schema``)."""
-from mechjax.config_schema import (Schema, Section, boolean, fraction, integer, number, sequence)
+from mechjax.config_schema import (Schema, Section, boolean, choice, fraction, integer, number, sequence)
 
 
 def _sizes(**more) -> dict:
@@ -69,7 +69,11 @@ SCHEMA = Schema(
         n=integer("cells per axis", min=2),
         t1=TIME, n_steps=integer("sets the adaptive solver's first step, t1 / n_steps", min=1),
         n_save=integer("saved times", min=1),
-        rtol=number("the solver's relative tolerance (atol = rtol / 100)", gt=0.0, lt=0.1))),
+        rtol=number("the solver's relative tolerance (atol = rtol / 100)", gt=0.0, lt=0.1),
+        solver=choice(("heun", "bosh3", "tsit5"), "explicit Runge-Kutta method of the grids",
+                      default="heun"),
+        step_cap=integer("first-pass step cap per cell (cells it stops are solved again "
+                         "uncapped); 0 = one uncapped pass", min=0, default=0))),
     exact_b=Section("the default (b, f_r) diagram (exact dynamics), b = 1 .. n_blocks - 1",
                     **_sizes(n=integer("f_r cells", min=2),
                              f_v=fraction("varied-answer fraction", **UNIT))),

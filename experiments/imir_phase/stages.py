@@ -246,6 +246,11 @@ def _exact_spec(e: dict, b: int | None = None) -> bl.BlockListSpec:
                             n_blocks=e["n_blocks"], burstiness=e["b"] if b is None else b)
 
 
+def _grid_solver(e: dict) -> dict:
+    """The grids' solver settings (``exact_phase.timed_cells``)."""
+    return {"solver": e["solver"], "step_cap": e["step_cap"] or None}
+
+
 def exact_frfv_diagram(c: dict, summary: dict, metrics: dict) -> dict:
     """The (f_r, f_v) diagram from the exact dynamics on every manifold coordinate: one jitted
     vmap over the grid (``exact_phase.timed_cells``)."""
@@ -261,13 +266,15 @@ def exact_frfv_diagram(c: dict, summary: dict, metrics: dict) -> dict:
         f"load {load_average()}")
     out, t_comp, t_run = exact_phase.timed_cells(model, o["init"], FR.ravel(), FV.ravel(),
                                                  float(e["t1"]), e["n_save"], e["rtol"],
-                                                 _dt0(e["t1"], e["n_steps"]))
+                                                 _dt0(e["t1"], e["n_steps"]), **_grid_solver(e))
     ro = exact_phase.readoff(out, t, o["threshold"])
     sb = e["b"] * ph.s_factor(FR, FV)
     contour = ph.contour_agreement(sb, ro["icl"].reshape(FR.shape))
-    log(f"exact grid: {FR.size} cells in {t_run:.1f} s (+ {t_comp:.1f} s compile), "
-        f"load {load_average()}")
+    log(f"exact grid: {FR.size} cells in {t_run:.1f} s (+ {t_comp:.1f} s compile; "
+        f"{int(out['n_capped'])} cells past the step cap), load {load_average()}")
     summary.update({"grid_seconds": t_run, "grid_compile_seconds": t_comp,
+                    "grid/solver": {**_grid_solver(e), "rtol": e["rtol"],
+                                    "n_capped": int(out["n_capped"])},
                     "grid_cells": int(FR.size), "grid_load": load_average(),
                     "grid/n_coords": model.n_coords, "grid/n_classes": model.classes.size,
                     "grid/spec": {"n_common": spec.n_common, "n_rare": spec.n_rare,
@@ -292,7 +299,8 @@ def exact_bfr_diagram(c: dict, summary: dict, metrics: dict) -> dict:
     spec = _exact_spec({**eb, "b": 1})
     log(f"imir_phase: (b, f_r) grid, exact dynamics, b = 1..{b_ax[-1]}, T={spec.seq_len}")
     out, secs = exact_phase.b_grid(spec, o["init"], b_ax, fr_ax, eb["f_v"], float(e["t1"]),
-                                   e["n_save"], e["rtol"], _dt0(e["t1"], e["n_steps"]))
+                                   e["n_save"], e["rtol"], _dt0(e["t1"], e["n_steps"]),
+                                   **_grid_solver(e))
     ro = exact_phase.readoff(out, t, o["threshold"])
     sb = BB * ph.s_factor(FR, eb["f_v"])
     contour = ph.contour_agreement(sb, ro["icl"].reshape(BB.shape))

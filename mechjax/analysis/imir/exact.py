@@ -101,37 +101,32 @@ def abgd_init(model: ExactRecall, init_sub) -> np.ndarray:
 
 def solve_cells(model: ExactRecall, theta0, f_r, f_v, t1: float, n_save: int,
                 dtype=jnp.float32, rtol: float = solve.RTOL, atol: float = solve.ATOL,
-                dt0: float | None = None) -> dict[str, jax.Array]:
+                dt0: float | None = None, solver: str = "tsit5") -> dict[str, jax.Array]:
     """The exact reduced ODE from ``theta0 [n]`` for every cell ``(f_r[c], f_v[c])`` (one jitted
     ``vmap``): ``theta [G, n_save + 1, n]`` and the ``readouts`` ``[G, n_save + 1]``."""
-    return cells_solver(model, t1, n_save, rtol, atol, dt0)(
+    return cells_solver(model, t1, n_save, rtol, atol, dt0, solver=solver)(
         jnp.asarray(theta0, dtype), jnp.asarray(np.ravel(f_r), dtype),
         jnp.asarray(np.ravel(f_v), dtype))
 
 
 def cells_solver(model: ExactRecall, t1: float, n_save: int, rtol: float = solve.RTOL,
                  atol: float = solve.ATOL, dt0: float | None = None, keep_theta: bool = True,
-                 chunk: int | None = None):
+                 solver: str = "tsit5", max_steps: int | None = None):
     """The jitted ``(theta0 [n], f_r [G], f_v [G]) -> solve_cells output`` (to compile apart
     from the solve). ``keep_theta=False`` returns the read-offs and the final state only.
-    ``chunk``: cells solved ``chunk`` at a time (``lax.map`` over vmapped chunks; ``G`` must be
-    a multiple). Under ``vmap`` the adaptive loop runs until its slowest cell is done, so chunks
-    stop the easy cells from paying for the hardest one of the whole grid."""
+    ``max_steps``: a step cap per cell (``solve.solve_capped``); the output then has ``done
+    [G]``, False for the cells the cap stopped (their read-offs are not to be used)."""
     def one(th0, fr, fv):
         tp = {"f_r": fr, "f_v": fv}
-        traj = solve.solve(model.field, th0, tp, t1, n_save, rtol, atol, dt0)
+        if max_steps is None:
+            traj = solve.solve(model.field, th0, tp, t1, n_save, rtol, atol, dt0,
+                               solver=solver)
+            done = {}
+        else:
+            traj, ok = solve.solve_capped(model.field, th0, tp, t1, n_save, rtol, atol, dt0,
+                                          max_steps, solver)
+            done = {"done": ok}
         ro = jax.vmap(lambda th: model.readouts(th, tp))(traj)
-        return {"theta": traj if keep_theta else traj[-1], **ro}
+        return {"theta": traj if keep_theta else traj[-1], **ro, **done}
 
-    many = jax.vmap(one, in_axes=(None, 0, 0))
-    if chunk is None:
-        return jax.jit(many)
-
-    def chunked(th0, fr, fv):
-        if fr.shape[0] % chunk:
-            raise ValueError(f"{fr.shape[0]} cells: not a multiple of chunk={chunk}")
-        out = jax.lax.map(lambda x: many(th0, *x), (fr.reshape(-1, chunk),
-                                                     fv.reshape(-1, chunk)))
-        return jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:]), out)
-
-    return jax.jit(chunked)
+    return jax.jit(jax.vmap(one, in_axes=(None, 0, 0)))

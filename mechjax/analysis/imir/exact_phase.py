@@ -7,6 +7,8 @@ rare-token ICL is not capped at ``b / (b + 1)``).
 """
 from __future__ import annotations
 
+import concurrent.futures
+import os
 import time
 
 import jax
@@ -25,22 +27,64 @@ from mechjax.tasks.blocklist import population as pop
 
 def timed_cells(model: exact.ExactRecall, init_sub, f_r, f_v, t1: float, n_save: int,
                 rtol: float = solve.RTOL, dt0: float | None = None, chunk: int = 256,
-                ) -> tuple[dict[str, np.ndarray], float, float]:
-    """``exact.solve_cells`` (float32, final state kept only; ``chunk`` cells at a time, or all
-    at once when fewer or not a divisor) with compilation timed apart: ``(numpy results, compile
-    seconds, run seconds)``."""
-    n_cells = np.size(f_r)
-    chunk_ = chunk if n_cells > chunk and n_cells % chunk == 0 else None
-    fn = exact.cells_solver(model, t1, n_save, rtol, rtol * solve.ATOL / solve.RTOL, dt0,
-                            keep_theta=False, chunk=chunk_)
-    args = (jnp.asarray(exact.abgd_init(model, init_sub), jnp.float32),
-            jnp.asarray(np.ravel(f_r), jnp.float32), jnp.asarray(np.ravel(f_v), jnp.float32))
+                solver: str = "tsit5", step_cap: int | None = None,
+                workers: int | None = None) -> tuple[dict[str, np.ndarray], float, float]:
+    """``exact.solve_cells`` over many cells (float32, final state kept only) with compilation
+    timed apart: ``(numpy results, compile seconds, run seconds)``; ``results["n_capped"]`` is
+    how many cells needed the second pass.
+
+    Cells run ``chunk`` at a time (one compiled vmap, padded). Under ``vmap`` the adaptive loop
+    runs until the chunk's slowest cell is done, and a few stiff cells near the ICL/IWL boundary
+    take several times the median steps; so with ``step_cap`` every cell first runs capped, and
+    only the cells the cap stopped are solved again, uncapped, in a second pass. ``workers``
+    chunks run at once (default: one per CPU core)."""
+    workers = workers or os.cpu_count() or 1
+    f_r, f_v = np.ravel(f_r), np.ravel(f_v)
+    n_cells = f_r.size
+    chunk = min(chunk, n_cells)
+    atol = rtol * solve.ATOL / solve.RTOL
+    th0 = jnp.asarray(exact.abgd_init(model, init_sub), jnp.float32)
+    # the second pass holds few cells: a smaller chunk, so they do not pad a full one
+    sizes = [(step_cap, chunk), (solve.MAX_STEPS, max(1, chunk // 8))] if step_cap else [
+        (solve.MAX_STEPS, chunk)]
     t0 = time.perf_counter()
-    compiled = fn.lower(*args).compile()
-    t1_ = time.perf_counter()
-    out = jax.block_until_ready(compiled(*args))
-    t2 = time.perf_counter()
-    return {k: np.asarray(v) for k, v in out.items()}, t1_ - t0, t2 - t1_
+    passes = [(exact.cells_solver(model, t1, n_save, rtol, atol, dt0, keep_theta=False,
+                                  solver=solver, max_steps=cap).lower(
+                   th0, *[jax.ShapeDtypeStruct((size,), jnp.float32)] * 2).compile(), size)
+              for cap, size in sizes]
+    t_compile = time.perf_counter() - t0
+
+    def run(fn_size, cells: np.ndarray) -> dict[str, np.ndarray]:
+        fn, chunk = fn_size
+
+        def one(i: int) -> dict[str, np.ndarray]:
+            idx = cells[i: i + chunk]
+            idx = np.concatenate([idx, np.full(chunk - idx.size, idx[-1])])  # pad the last
+            out = fn(th0, jnp.asarray(f_r[idx], jnp.float32), jnp.asarray(f_v[idx], jnp.float32))
+            return {k: np.asarray(v) for k, v in out.items()}
+
+        # the adaptive loop's ops are too small for XLA to spread over the cores, so chunks
+        # run side by side, one per core (1.9x on 2 cores; BUILD_NOTES.md)
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            parts = list(pool.map(one, range(0, cells.size, chunk)))
+        return {k: np.concatenate([p[k] for p in parts])[: cells.size] for k in parts[0]}
+
+    t0 = time.perf_counter()
+    out = run(passes[0], np.arange(n_cells))
+    n_capped = 0
+    if step_cap:
+        again = np.flatnonzero(~out["done"])
+        n_capped = int(again.size)
+        if n_capped:
+            redo = run(passes[1], again)
+            for k in out:
+                out[k][again] = redo[k]
+    t_run = time.perf_counter() - t0
+    if "done" in out and not out["done"].all():
+        raise RuntimeError(f"{int((~out['done']).sum())} of {n_cells} cells did not reach "
+                           f"t1={t1} within {solve.MAX_STEPS} solver steps")
+    out.pop("done", None)
+    return {**out, "n_capped": np.asarray(n_capped)}, t_compile, t_run
 
 
 def readoff(out: dict, t: np.ndarray, threshold: float) -> dict[str, np.ndarray]:
@@ -51,6 +95,7 @@ def readoff(out: dict, t: np.ndarray, threshold: float) -> dict[str, np.ndarray]
 
 def b_grid(spec: bl.BlockListSpec, init_sub, b_values, f_r, f_v: float, t1: float,
            n_save: int, rtol: float = solve.RTOL, dt0: float | None = None,
+           solver: str = "tsit5", step_cap: int | None = None,
            ) -> tuple[dict[str, np.ndarray], float]:
     """The (b, f_r) diagram: for each ``b`` (its own class set) one vmapped solve over ``f_r``.
     Returns read-off arrays ``[len(b_values) * len(f_r), n_t]`` (b-major) and the run seconds
@@ -61,11 +106,12 @@ def b_grid(spec: bl.BlockListSpec, init_sub, b_values, f_r, f_v: float, t1: floa
                                             n_rare=spec.n_rare, n_blocks=spec.n_blocks,
                                             burstiness=int(b)))
         out, _, run = timed_cells(model, init_sub, f_r, np.full(len(f_r), f_v), t1, n_save,
-                                  rtol, dt0)
+                                  rtol, dt0, solver=solver, step_cap=step_cap)
         parts.append(out)
         secs += run
-    keys = [k for k in parts[0] if k != "theta"]
-    return {k: np.concatenate([p[k] for p in parts]) for k in keys}, secs
+    keys = [k for k in parts[0] if k not in ("theta", "n_capped")]
+    return ({**{k: np.concatenate([p[k] for p in parts]) for k in keys},
+             "n_capped": np.asarray(sum(int(p["n_capped"]) for p in parts))}, secs)
 
 
 def vs_full_ode(spec: bl.BlockListSpec, init_sub, f_r, f_v, t1: float, n_save: int,
