@@ -28,3 +28,20 @@ def test_two_pass_grid_equals_one_uncapped_pass():
     assert int(one["n_capped"]) == 0
     for k in ("p_rare", "p_iwl", "loss", "theta"):
         np.testing.assert_allclose(two[k], one[k], rtol=1e-5, atol=1e-7, err_msg=k)
+
+
+def test_boundary_reads_a_planted_diagram():
+    """ICL from f_r index 2 on (index 1 where f_v is largest), IWL at f_v = 0 for f_r index <= 1."""
+    fr, fv = np.linspace(0, 1, 4), np.linspace(0, 1, 3)
+    icl = np.zeros((4, 3), bool)
+    icl[2:, :] = True
+    icl[1, 2] = True
+    iwl = np.zeros((4, 3), bool)
+    iwl[:2, 0] = True
+    winner = icl.astype(int) + 2 * iwl.astype(int)
+    got = exact_phase.boundary(winner, icl, fr, fv)
+    assert got["icl_f_r_min_per_f_v"] == [fr[2], fr[2], fr[1]]
+    assert got["iwl_f_r_max_at_f_v_min"] == fr[1]
+    assert (got["iwl_cells"], got["icl_cells"]) == (2, 7)
+    none = exact_phase.boundary(np.zeros((4, 3), int), np.zeros((4, 3), bool), fr, fv)
+    assert none["icl_f_r_min_per_f_v"] == [None] * 3 and none["iwl_f_r_max_at_f_v_min"] is None

@@ -105,6 +105,13 @@ def build(config) -> dict:
         raise ConfigError(f"validate.n_cells={v['n_cells']}: at most exact.n ** 2 = {e['n'] ** 2}")
     if v["n_cells"] and round(float(e["t1"]) / v["lr"]) < e["n_save"]:
         raise ConfigError(f"validate.lr={v['lr']}: exact.t1 / lr must be >= exact.n_save")
+    for i, (n_common, n_rare, n_blocks, n) in enumerate(c["sizes_scan"]["specs"]):
+        name = f"sizes_scan.specs[{i}]"
+        if not 3 <= n_blocks <= 5:
+            raise ConfigError(f"{name}: n_blocks={n_blocks}: allowed 3..5 (the in-weights "
+                              "read-off needs a distractor block; the class count grows "
+                              "combinatorially with the blocks)")
+        _spec(name, {"n_common": n_common, "n_rare": n_rare, "n_blocks": n_blocks}, e["b"])
     fg = c["full_grid"]
     full_spec = None
     if fg["n"]:
@@ -139,6 +146,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     if c["validate"]["n_cells"]:
         ex_cells = stages.exact_cells(c, ex, summary, metrics)
     stages.exact_figures(c, fig_dir, metrics, ex, exb, ex_cells)
+    stages.exact_sizes(c, summary, metrics, fig_dir)
     # the 4-coordinate closed form, kept as a labelled comparison
     frfv = stages.frfv_diagram(c, t_ode, summary, metrics)
     bfr = stages.bfr_diagram(c, t_ode, summary, metrics)

@@ -93,6 +93,13 @@ SCHEMA = Schema(
         lr=number("learning rate; steps = exact.t1 / lr", gt=0.0),
         batch_size=integer("sequences per step", min=1),
         eval_size=integer("sequences per evaluation pool", min=1), seed=integer("", min=0)),
+    sizes_scan=Section(
+        "the exact (f_r, f_v) diagram at more sizes: the regime boundary against V and T",
+        specs=sequence(sequence(integer(min=2), length=4),
+                       "[n_common, n_rare, n_blocks, cells per axis] per size; n_blocks >= 3 "
+                       "(the in-weights read-off needs a distractor block); the cost grows "
+                       "with n_blocks (46 classes at 3, 951 at 4), not with the vocabulary",
+                       min_len=0, default=())),
     full_grid=Section("the full-manifold ODE over a grid", **_sizes(
         n=integer("cells per axis; 0 = off", min=0),
         t1=TIME, n_steps=integer("sets the adaptive solver's first step, t1 / n_steps"), n_save=integer("saved times"))),

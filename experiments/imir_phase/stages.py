@@ -415,3 +415,46 @@ def exact_figures(c: dict, fig_dir: str, metrics: dict, ex: dict, exb: dict,
         "f_r (rare fraction)", f"exact reduced dynamics, f_v={c['exact_b']['f_v']}, "
         f"T={sb.seq_len}, V={sb.n_tokens}", ph.WINNERS, None),
         os.path.join(fig_dir, "phase_b_fr.png"))
+
+
+def exact_sizes(c: dict, summary: dict, metrics: dict, fig_dir: str) -> None:
+    """The exact (f_r, f_v) diagram at several sizes (vocabulary V and context T, each on its own
+    grid): where ICL starts and IWL ends, per size (``exact_phase.boundary``). The class count,
+    and so the cost, does not grow with V but grows steeply with T (46 classes at 3 blocks, 951
+    at 4)."""
+    e, g, o = c["exact"], c["grid"], c["ode"]
+    t = np.linspace(0.0, float(e["t1"]), e["n_save"] + 1)
+    panels = []
+    for n_common, n_rare, n_blocks, n in c["sizes_scan"]["specs"]:
+        spec = bl.BlockListSpec(kind="recall", n_common=n_common, n_rare=n_rare,
+                                n_blocks=n_blocks, burstiness=e["b"])
+        model = exact.make(spec)
+        name = f"V{spec.n_tokens}_T{spec.seq_len}"
+        fr_ax = np.linspace(g["f_r_min"], g["f_r_max"], n)
+        fv_ax = np.linspace(g["f_v_min"], g["f_v_max"], n)
+        FR, FV = np.meshgrid(fr_ax, fv_ax, indexing="ij")
+        log(f"imir_phase: size {name}: {n} x {n} exact grid, {model.classes.size} classes, "
+            f"{model.n_coords} coordinates")
+        out, t_comp, t_run = exact_phase.timed_cells(
+            model, o["init"], FR.ravel(), FV.ravel(), float(e["t1"]), e["n_save"], e["rtol"],
+            _dt0(e["t1"], e["n_steps"]), **_grid_solver(e))
+        ro = exact_phase.readoff(out, t, o["threshold"])
+        winner, icl = ro["winner"].reshape(FR.shape), ro["icl"].reshape(FR.shape)
+        sb = e["b"] * ph.s_factor(FR, FV)
+        contour = ph.contour_agreement(sb, icl)
+        summary[f"boundary/{name}"] = {
+            **exact_phase.boundary(winner, icl, fr_ax, fv_ax), "V": spec.n_tokens,
+            "T": spec.seq_len, "n_classes": model.classes.size, "n_coords": model.n_coords,
+            "cells_per_axis": n, "winner_counts": ph.winner_counts(winner),
+            "contour_sb": contour, "p_iwl_max": float(ro["p_iwl"].max()),
+            "seconds": t_run, "compile_seconds": t_comp, "load": load_average()}
+        metrics[f"sizes/{name}/winner"] = winner
+        metrics[f"sizes/{name}/p_rare"] = ro["p_rare"].reshape(FR.shape)
+        panels.append({"x": fr_ax, "y": fv_ax, "winner": winner, "sb": sb, "c": contour["c"],
+                       "title": f"V={spec.n_tokens}, T={spec.seq_len}"})
+    if panels:
+        save_figure(plots.winner_panels(panels, "f_r (rare fraction)",
+                                        "f_v (within-class variability)", ph.WINNERS,
+                                        f"exact reduced dynamics at several sizes, b={e['b']}, "
+                                        f"t1={e['t1']}"),
+                    os.path.join(fig_dir, "phase_sizes.png"))

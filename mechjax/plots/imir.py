@@ -107,3 +107,27 @@ def theorem3(series: Mapping[str, tuple[Sequence[float], Sequence[float], float]
     ax.legend(fontsize=7)
     ax.set_title(title, fontsize=9)
     return root_figure(ax)
+
+
+def winner_panels(panels: Sequence[Mapping], xlabel: str, ylabel: str, winners: Sequence[str],
+                  title: str, *, fig: Figure | SubFigure | None = None) -> Figure:
+    """One winner map per panel (``x``, ``y``, ``winner [len(x), len(y)]``, ``sb``, contour level
+    ``c``, ``title``), side by side on one colour scale, each with its ``s b = c`` contour."""
+    fig = figure_or_new(fig, (4.4 * len(panels) + 1.2, 4.2))
+    axes = np.atleast_1d(fig.subplots(1, len(panels)))
+    cmap, norm = ListedColormap(WINNER_COLORS), BoundaryNorm(np.arange(-0.5, 4.5), 4)
+    im = None
+    for ax, p in zip(axes, panels):
+        x, y = p["x"], p["y"]
+        im = ax.imshow(np.asarray(p["winner"], float).T, origin="lower", aspect="auto",
+                       extent=[x[0], x[-1], y[0], y[-1]], cmap=cmap, norm=norm,
+                       interpolation="nearest")
+        if np.nanmin(p["sb"]) < p["c"] < np.nanmax(p["sb"]):
+            ax.contour(x, y, np.asarray(p["sb"], float).T, levels=[p["c"]], colors="w",
+                       linestyles="--", linewidths=1.5)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(p["title"], fontsize=10)
+    root_figure(fig).colorbar(im, ax=axes[-1], ticks=range(4)).ax.set_yticklabels(list(winners))
+    fig.suptitle(f"{title}\n(dashed: best contour s*b = c per size)", fontsize=10)
+    return root_figure(fig)

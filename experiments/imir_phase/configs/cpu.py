@@ -18,4 +18,5 @@ def get_config():
     c.full_grid.n = 10
     # the trained validation cells dominate a default run (d_model = 148 full weights)
     c.validate.batch_size = 64
+    c.sizes_scan.specs = [[16, 16, 3, 32], [64, 64, 3, 32], [256, 256, 3, 32], [16, 16, 4, 12]]
     return c

@@ -32,6 +32,8 @@ def get_config():
     c.exact_b = dict(n_common=16, n_rare=16, n_blocks=4, n=64, f_v=0.1)
     c.exact_check = dict(n_common=4, n_rare=4, n_blocks=3, n_cells=4, t1=1000.0, n_save=20)
     c.exact_sgd = dict(f_r=0.5, f_v=0.1, lr=1.0, steps=1000, n_save=20, batch_size=1024, seed=0)
+    # the (f_r, f_v) diagram at more sizes: V = 32, 128, 512 at T = 5, and T = 7 at V = 32
+    c.sizes_scan = dict(specs=[[16, 16, 3, 64], [64, 64, 3, 64], [256, 256, 3, 64], [16, 16, 4, 32]])
     c.validate = dict(n_cells=16, lr=1.0, batch_size=256, eval_size=1024, seed=0)
     # the exact (full-manifold) reduced ODE on a coarse grid of the 8-token, 3-block spec
     c.full_grid = dict(n=16, n_common=4, n_rare=4, n_blocks=3, t1=1000.0, n_steps=100,

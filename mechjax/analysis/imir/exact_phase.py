@@ -163,3 +163,19 @@ def vs_sgd(spec: bl.BlockListSpec, init_sub, f_r: float, f_v: float, lr: float, 
             "whole": ode.max_rel_deviation(sgd_theta, ode_theta),
             "loss_drop_90_at_t": float(tr["t"][upto - 1]) if hit.any() else None,
             "t1": t1, "lr": lr, "batch_size": batch_size, "n_coords": model.n_coords}
+
+
+def boundary(winner: np.ndarray, icl: np.ndarray, fr_ax: np.ndarray, fv_ax: np.ndarray,
+             ) -> dict:
+    """Where the regimes of an (f_r, f_v) diagram (``winner``, ``icl`` ``[n_fr, n_fv]``) end:
+    per f_v column the smallest f_r at which ICL has formed (None: nowhere in the column), the
+    largest f_r at which IWL wins at the first f_v column (None: nowhere), and the number of
+    cells where IWL wins (``phase.WINNERS``: IWL or both)."""
+    winner, icl = np.asarray(winner), np.asarray(icl, bool)
+    iwl = (winner == ph.WINNERS.index("IWL")) | (winner == ph.WINNERS.index("both"))
+    icl_min = [float(fr_ax[np.argmax(icl[:, j])]) if icl[:, j].any() else None
+               for j in range(len(fv_ax))]
+    iwl_at_0 = np.flatnonzero(iwl[:, 0])
+    return {"icl_f_r_min_per_f_v": icl_min, "f_v": [float(x) for x in fv_ax],
+            "iwl_f_r_max_at_f_v_min": float(fr_ax[iwl_at_0.max()]) if iwl_at_0.size else None,
+            "iwl_cells": int(iwl.sum()), "icl_cells": int(icl.sum())}
