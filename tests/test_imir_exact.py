@@ -16,23 +16,25 @@ from mechjax.tasks.blocklist import population as pop
 SPEC = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3)
 
 
-def test_exact_field_and_readouts_equal_the_engine():
+def test_exact_field_and_readouts_equal_the_engine() -> None:
+    """The engine runs on the orbit quotient of the enumerated population, which gives the same
+    manifold field as the whole enumeration (tests/test_imir_ode.py)."""
     model = exact.make(SPEC)
     basis = model.basis
-    sup = bl.enumerate_support(SPEC)
-    field_eng = jax.jit(ode.vector_field(basis, ode.population_loss_fn(basis, sup)))
+    q = pop.symmetric_support(SPEC)
+    field_eng = jax.jit(ode.vector_field(basis, ode.population_loss_fn(basis, q)))
+    field, readouts = jax.jit(model.field), jax.jit(model.readouts)
     theta = 0.8 * jax.random.normal(jax.random.key(1), (basis.size,))
+    cfg, fixed = exact.ib.imir_config(basis.frame), exact.ib.fixed_params(basis.frame)
+    lg = forward({**fixed, **proj.weights(basis, theta)}, q.batch["tokens"], cfg)[:, -1]
+    p = jax.nn.softmax(lg, -1)[jnp.arange(q.size), q.batch["target"]]
     for f_r, f_v in ((0.3, 0.2), (0.0, 0.5)):
         tp = {"f_r": jnp.float32(f_r), "f_v": jnp.float32(f_v)}
         want = field_eng(theta, tp)
-        np.testing.assert_allclose(jax.jit(model.field)(theta, tp), want, rtol=2e-4,
+        np.testing.assert_allclose(field(theta, tp), want, rtol=2e-4,
                                    atol=2e-5 * float(jnp.max(jnp.abs(want))))
-        ro = model.readouts(theta, tp)
+        ro = readouts(theta, tp)
         # the engine on the orbit quotient, weighted as full_phase weights its read-offs
-        q = pop.symmetric_support(SPEC)
-        cfg, fixed = exact.ib.imir_config(basis.frame), exact.ib.fixed_params(basis.frame)
-        lg = forward({**fixed, **proj.weights(basis, theta)}, q.batch["tokens"], cfg)[:, -1]
-        p = jax.nn.softmax(lg, -1)[jnp.arange(q.size), q.batch["target"]]
         w = full_phase.given_rare(q, tp)
         np.testing.assert_allclose(ro["p_rare"], jnp.sum(w * p) / jnp.sum(w), rtol=1e-5)
 

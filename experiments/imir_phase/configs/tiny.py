@@ -17,9 +17,11 @@ def get_config():
                        n_save=4)
     c.exact = dict(n_common=8, n_rare=8, n_blocks=3, b=1, n=6, t1=200.0, n_steps=20, n_save=4,
                    rtol=1e-3)
-    c.exact_b = dict(n_common=6, n_rare=6, n_blocks=3, n=4, f_v=0.1)
-    c.exact_check = dict(n_common=4, n_rare=4, n_blocks=3, n_cells=2, t1=50.0, n_save=4)
-    c.exact_sgd = dict(f_r=0.5, f_v=0.1, lr=1.0, steps=40, n_save=4, batch_size=256, seed=0)
-    c.validate = dict(n_cells=2, lr=1.0, batch_size=32, eval_size=64, seed=0)
-    c.full_grid = dict(n=2, n_common=4, n_rare=4, n_blocks=3, t1=20.0, n_steps=4, n_save=2)
+    c.exact_b = dict(n_common=6, n_rare=6, n_blocks=3, n=2, f_v=0.1)
+    c.exact_check = dict(n_common=4, n_rare=4, n_blocks=3, n_cells=1, t1=20.0, n_save=2)
+    c.exact_sgd = dict(f_r=0.5, f_v=0.1, lr=1.0, steps=20, n_save=2, batch_size=256, seed=0)
+    c.validate = dict(n_cells=1, lr=1.0, batch_size=16, eval_size=32, seed=0)
+    # off: the exact grid is the full-manifold diagram here (checked against the enumerated ODE);
+    # full_phase.compare_with_four_coordinates is tests/test_imir_phase.py's
+    c.full_grid = dict(n=0, n_common=4, n_rare=4, n_blocks=3, t1=20.0, n_steps=4, n_save=2)
     return c
