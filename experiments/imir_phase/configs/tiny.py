@@ -20,6 +20,9 @@ def get_config():
     c.exact_b = dict(n_common=6, n_rare=6, n_blocks=3, n=2, f_v=0.1)
     c.exact_check = dict(n_common=4, n_rare=4, n_blocks=3, n_cells=1, t1=20.0, n_save=2)
     c.exact_sgd = dict(f_r=0.5, f_v=0.1, lr=1.0, steps=20, n_save=2, batch_size=256, seed=0)
+    # the exact grid's own spec and size: the same diagram, so the test can compare them (and
+    # the compiled solver is the persistent cache's)
+    c.sizes_scan = dict(specs=[[8, 8, 3, 6]])
     c.validate = dict(n_cells=1, lr=1.0, batch_size=16, eval_size=32, seed=0)
     # off: the exact grid is the full-manifold diagram here (checked against the enumerated ODE);
     # full_phase.compare_with_four_coordinates is tests/test_imir_phase.py's
