@@ -18,4 +18,7 @@ def get_config():
     c.full_grid.n = 10
     # the trained validation cells dominate a default run (d_model = 148 full weights)
     c.validate.batch_size = 64
+    # the standard architecture: 16 cells x 2 seeds, ~2.5 min at load 4-6 (BUILD_NOTES.md)
+    c.validate_standard.update(n_seeds=2, d_model=32, steps=2000, n_evals=10, lr=3e-3,
+                               eval_size=512)
     return c
