@@ -166,7 +166,8 @@ def test_tiny_end_to_end(tmp_path):
                 "theorem2/conditions", "theorem2/protocols", "grid/contour_sb",
                 "exact_vs_full_ode/max_rel_deviation", "winner_agreement/theory_arch",
                 "grid_4coord/winner_agreement_with_exact", "full_ode_vs_gd/max_rel_deviation",
-                "grid_b/contour_sb", "grid/n_classes"):
+                "grid_b/contour_sb", "grid/n_classes", "winner_agreement/standard_arch",
+                "cells_standard/winner_exact"):
         assert key in saved, key
     # The readout scale gamma moves first at the reference cell; alpha and beta later or never
     # (None) within the tiny horizon (gamma ~117, alpha / beta never measured).

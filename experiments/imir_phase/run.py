@@ -2,7 +2,8 @@
 ICL accuracy and ICL emergence time over (f_r, f_v) and over (b, f_r), from the reduced
 (alpha, beta, gamma, delta) dynamics vmapped over the grid (``mechjax.analysis.imir.reduced`` /
 ``phase``); Theorems 2 and 3 checked numerically; a sample of cells trained as full transformers
-(``cells``) and overlaid; the full-manifold reduced ODE against full gradient descent; exact
+(``cells``) and overlaid; cells straddling the exact diagram's boundaries trained as the theory's
+architecture (``cells``) and as the standard one (``standard_cells``), overlaid; the full-manifold reduced ODE against full gradient descent; exact
 confinement. Derivations: docs/imir.md, section 6.
 
 Data flow: config -> checks -> (f_r, f_v) grid and (b, f_r) grid (one jitted vmap each) ->
@@ -88,7 +89,8 @@ def build(config) -> dict:
     if not 1 <= e["b"] <= e["n_blocks"] - 1:
         raise ConfigError(f"exact.b={e['b']}: must be in [1, n_blocks - 1 = {e['n_blocks'] - 1}]")
     exact_spec = _spec("exact", e, e["b"])
-    if e["n_blocks"] < 3 and c["validate"]["n_cells"]:
+    trains = c["validate"]["n_cells"] or c["validate_standard"]["n_cells"]
+    if e["n_blocks"] < 3 and trains:
         raise ConfigError(f"exact.n_blocks={e['n_blocks']}: must be >= 3 for the in-weights "
                           "read-off (a distractor block must exist)")
     eb = c["exact_b"]
@@ -100,9 +102,11 @@ def build(config) -> dict:
     if es["steps"] % es["n_save"]:
         raise ConfigError(f"exact_sgd.steps={es['steps']} must be a multiple of "
                           f"exact_sgd.n_save={es['n_save']}")
+    for name in ("validate", "validate_standard"):
+        if c[name]["n_cells"] > e["n"] ** 2:
+            raise ConfigError(f"{name}.n_cells={c[name]['n_cells']}: at most exact.n ** 2 = "
+                              f"{e['n'] ** 2}")
     v = c["validate"]
-    if v["n_cells"] and v["n_cells"] > e["n"] ** 2:
-        raise ConfigError(f"validate.n_cells={v['n_cells']}: at most exact.n ** 2 = {e['n'] ** 2}")
     if v["n_cells"] and round(float(e["t1"]) / v["lr"]) < e["n_save"]:
         raise ConfigError(f"validate.lr={v['lr']}: exact.t1 / lr must be >= exact.n_save")
     for i, (n_common, n_rare, n_blocks, n) in enumerate(c["sizes_scan"]["specs"]):
@@ -112,6 +116,10 @@ def build(config) -> dict:
                               "read-off needs a distractor block; the class count grows "
                               "combinatorially with the blocks)")
         _spec(name, {"n_common": n_common, "n_rare": n_rare, "n_blocks": n_blocks}, e["b"])
+    vs = c["validate_standard"]
+    if vs["steps"] % vs["n_evals"]:
+        raise ConfigError(f"validate_standard.steps={vs['steps']} must be a multiple of "
+                          f"validate_standard.n_evals={vs['n_evals']}")
     fg = c["full_grid"]
     full_spec = None
     if fg["n"]:
@@ -142,10 +150,13 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     ex = stages.exact_frfv_diagram(c, summary, metrics)
     exb = stages.exact_bfr_diagram(c, summary, metrics)
     stages.exact_checks(c, summary)
-    ex_cells = None
+    ex_cells = []
     if c["validate"]["n_cells"]:
-        ex_cells = stages.exact_cells(c, ex, summary, metrics)
-    stages.exact_figures(c, fig_dir, metrics, ex, exb, ex_cells)
+        ex_cells.append(stages.exact_cells(c, ex, summary, metrics))
+    if c["validate_standard"]["n_cells"]:
+        ex_cells.append(stages.standard_cells(c, ex, summary, metrics,
+                                              os.path.join(workdir, "standard_cells")))
+    stages.exact_figures(c, fig_dir, metrics, ex, exb, ex_cells or None)
     stages.exact_sizes(c, summary, metrics, fig_dir)
     # the 4-coordinate closed form, kept as a labelled comparison
     frfv = stages.frfv_diagram(c, t_ode, summary, metrics)
@@ -171,6 +182,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     keys = ["grid_seconds", "grid_compile_seconds", "grid_load", "grid/winner_counts",
             "grid/contour_sb", "grid_b/winner_counts", "grid_b/contour_sb",
             "exact_vs_full_ode/max_rel_deviation", "winner_agreement/theory_arch",
+            "winner_agreement/standard_arch", "winner_agreement/standard_arch_majority",
             "grid_4coord/seconds", "grid_4coord/contour_sb", "theorem2/max_rel_error", "theorem3/slope_vs_b", "theorem3/r2",
             "ode_vs_training/max_rel_deviation", "full_grid/winner_agreement_with_4coord",
             "full_grid/contour_sb", "emergence_order", "emergence_times_ode",

@@ -1,6 +1,7 @@
 """The imir_phase config: every key, what it means and what it allows (``configs/*.py`` give
 values; see ``mechjax.config_schema``)."""
 from mechjax.config_schema import (Schema, Section, boolean, choice, fraction, integer, number, sequence)
+from mechjax.train import OPTIMIZERS
 
 
 def _sizes(**more) -> dict:
@@ -100,6 +101,19 @@ SCHEMA = Schema(
                        "(the in-weights read-off needs a distractor block); the cost grows "
                        "with n_blocks (46 classes at 3, 951 at 4), not with the vocabulary",
                        min_len=0, default=())),
+    validate_standard=Section(
+        "the standard architecture (2-layer 1-head attention-only, separate Q/K/V/O, trained "
+        "embeddings, random init) on the cells of validate (same pick when n_cells agree)",
+        n_cells=integer("trained cells; 0 = off", min=0, default=0),
+        n_seeds=integer("seeds per cell", min=1, default=2),
+        d_model=integer("residual width (= d_head)", min=1, default=32),
+        steps=integer("optimizer steps (a multiple of n_evals)", min=1, default=2000),
+        n_evals=integer("evaluations (read-offs) during training", min=1, default=10),
+        lr=number("learning rate", gt=0.0, default=3e-3),
+        optimizer=choice(OPTIMIZERS, "", default="adam"),
+        batch_size=integer("sequences per step", min=1, default=64),
+        eval_size=integer("sequences per read-off pool", min=1, default=512),
+        seed=integer("first model seed (seeds seed .. seed + n_seeds - 1)", min=0, default=0)),
     full_grid=Section("the full-manifold ODE over a grid", **_sizes(
         n=integer("cells per axis; 0 = off", min=0),
         t1=TIME, n_steps=integer("sets the adaptive solver's first step, t1 / n_steps"), n_save=integer("saved times"))),

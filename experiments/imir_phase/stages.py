@@ -23,6 +23,7 @@ from mechjax.analysis.imir import phase as ph
 from mechjax.analysis.imir import project as proj
 from mechjax.analysis.imir import reduced as rd
 from mechjax.analysis.imir import solve
+from mechjax.analysis.imir import standard_cells as std_cells
 from mechjax.analysis.imir import theorems as th
 from mechjax.plots import imir as plots
 from mechjax.plots.save import save_figure
@@ -383,7 +384,55 @@ def exact_cells(c: dict, ex: dict, summary: dict, metrics: dict) -> dict:
     metrics.update({"cells_exact/p_rare": tr["p_rare"], "cells_exact/p_iwl": tr["p_iwl"],
                     "cells_exact/t": tr["t"], "cells_exact/index": pick})
     return {"x": fr_c, "y": fv_c, "winner": ro_tr["winner"], "p_rare": ro_tr["p_rare"],
-            "emergence": ro_tr["emergence"]}
+            "emergence": ro_tr["emergence"], "label": "theory's architecture"}
+
+
+def standard_cells(c: dict, ex: dict, summary: dict, metrics: dict,
+                   workdir: str | None = None) -> dict:
+    """The straddling cells of ``exact_cells`` (``validate.seed``'s pick: the same cells when
+    ``n_cells`` agree) trained as the standard architecture (``standard_cells``; ``workdir``:
+    the sweep resumes there), all cells x seeds in one program: winner agreement with the exact
+    diagram over every (cell, seed) run, per-seed winners and their per-cell majority."""
+    vs, o = c["validate_standard"], c["ode"]
+    pick = straddling_cells(ex["ro"]["winner"].reshape(ex["FR"].shape), vs["n_cells"],
+                            c["validate"]["seed"])
+    fr_c, fv_c = ex["FR"].ravel()[pick], ex["FV"].ravel()[pick]
+    seeds = list(range(vs["seed"], vs["seed"] + vs["n_seeds"]))
+    log(f"training the standard architecture on {len(pick)} straddling cells x {len(seeds)} "
+        f"seeds (one program), d_model {vs['d_model']}, {vs['steps']} {vs['optimizer']} steps, "
+        f"lr {vs['lr']}, batch {vs['batch_size']}, load {load_average()}")
+    t0 = time.perf_counter()
+    tr = std_cells.train_standard_cells(
+        ex["spec"], fr_c, fv_c, seeds, vs["d_model"], vs["steps"], float(vs["lr"]),
+        vs["batch_size"], vs["eval_size"], vs["n_evals"], o["threshold"], vs["optimizer"],
+        workdir)
+    train_s = time.perf_counter() - t0
+    w_ex = ex["ro"]["winner"][pick]
+    major = std_cells.majority(tr["winner"])
+    final = {k: tr[k][..., -1] for k in std_cells.READOFFS}
+    log(f"standard architecture: {train_s:.1f} s, load {load_average()}")
+    summary.update({
+        "winner_agreement/standard_arch": float(np.mean(tr["winner"] == w_ex[:, None])),
+        "winner_agreement/standard_arch_majority": float(np.mean(major == w_ex)),
+        "winner_agreement/standard_arch_cells": int(len(pick)),
+        "winner_agreement/standard_arch_seeds": len(seeds),
+        "cells_standard/f_r": fr_c.round(4).tolist(), "cells_standard/f_v": fv_c.round(4).tolist(),
+        "cells_standard/winner_per_seed": [[ph.WINNERS[w] for w in row] for row in tr["winner"]],
+        "cells_standard/winner_majority": [ph.WINNERS[w] for w in major],
+        "cells_standard/winner_exact": [ph.WINNERS[w] for w in w_ex],
+        # seed means against the exact diagram's final read-offs
+        **{f"cells_standard/{k}_abs_error": float(np.max(np.abs(
+            final[k].mean(1) - ex["ro"][k][pick]))) for k in ("p_rare", "acc_rare", "p_iwl")},
+        "cells_standard/loss_first_last": [float(np.mean(tr["loss"][..., 0])),
+                                           float(np.mean(tr["loss"][..., -1]))],
+        "cells_standard/train_seconds": train_s, "cells_standard/load": load_average()})
+    metrics.update({f"cells_standard/{k}": tr[k] for k in (*std_cells.READOFFS, "loss", "step",
+                                                           "winner")})
+    metrics["cells_standard/index"] = pick
+    # no emergence: it is in optimizer steps, not on the diagram's time axis
+    return {"x": fr_c, "y": fv_c, "winner": major, "p_rare": final["p_rare"].mean(1),
+            "marker": "o", "size": 40,
+            "label": "standard architecture (seed majority, mean p)"}
 
 
 def four_vs_exact(c: dict, ex: dict, summary: dict) -> None:
@@ -401,7 +450,8 @@ def four_vs_exact(c: dict, ex: dict, summary: dict) -> None:
 
 
 def exact_figures(c: dict, fig_dir: str, metrics: dict, ex: dict, exb: dict,
-                  cells_xy: dict | None) -> None:
+                  cells_xy: list[dict] | None) -> None:
+    """The exact diagrams; ``cells_xy``: the trained cell sets overlaid on the (f_r, f_v) one."""
     spec, sb = ex["spec"], exb["spec"]
     save_figure(plots.phase_diagram(
         ex["fr_ax"], ex["fv_ax"], metrics["frfv/winner"], metrics["frfv/p_rare"],

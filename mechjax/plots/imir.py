@@ -13,17 +13,21 @@ from matplotlib.figure import Figure, SubFigure
 from mechjax.plots.canvas import axes_or_new, figure_or_new, root_figure
 
 WINNER_COLORS = ("#bbbbbb", "#1f77b4", "#d62728", "#9467bd")  # neither, ICL, IWL, both
+MARKERS = {"s": "squares", "o": "circles", "^": "triangles", "D": "diamonds"}  # for titles
 
 
 def phase_diagram(x: np.ndarray, y: np.ndarray, winner: np.ndarray, p_rare: np.ndarray,
                   emergence: np.ndarray, sb: np.ndarray, contour_c: float, xlabel: str,
                   ylabel: str, title: str, winners: Sequence[str],
-                  cells: Mapping[str, np.ndarray] | None = None, *,
+                  cells: Mapping | Sequence[Mapping] | None = None, *,
                   fig: Figure | SubFigure | None = None) -> Figure:
     """Three panels over the grid (arrays ``[len(x), len(y)]``): winner, final rare-token ICL
     probability, ICL emergence time; the predicted contour ``s b = contour_c`` on each, and the
-    trained cells (``cells``: ``x``, ``y``, ``winner``, ``p_rare``, ``emergence``) as outlined
-    squares coloured on the same scale."""
+    trained cells coloured on the same scale: ``cells`` is one set or a sequence of sets, each
+    with ``x``, ``y``, ``winner``, ``p_rare``, optionally ``emergence`` (left off that panel
+    without it: e.g. a time in optimizer steps, not on the diagram's axis), ``marker``
+    (matplotlib, default ``s``), ``size`` (default 90: a smaller one stays visible inside another
+    set's marker on the same cell) and ``label`` (default ``trained transformers``)."""
     fig = figure_or_new(fig, (16, 4.6))
     axes = fig.subplots(1, 3)
     ext = [x[0], x[-1], y[0], y[-1]]
@@ -34,9 +38,7 @@ def phase_diagram(x: np.ndarray, y: np.ndarray, winner: np.ndarray, p_rare: np.n
         (np.where(np.isfinite(emergence), emergence, np.nan), "magma", None,
          "ICL emergence time (blank: never)"),
     ]
-    cell_vals = None if cells is None else (
-        cells["winner"], cells["p_rare"],
-        np.where(np.isfinite(cells["emergence"]), cells["emergence"], np.nan))
+    sets = [] if cells is None else [cells] if isinstance(cells, Mapping) else list(cells)
     for i, (ax, (val, cm, norm, name)) in enumerate(zip(axes, panels)):
         im = ax.imshow(np.asarray(val, float).T, origin="lower", extent=ext, aspect="auto",
                        cmap=cm, norm=norm, interpolation="nearest")
@@ -46,21 +48,27 @@ def phase_diagram(x: np.ndarray, y: np.ndarray, winner: np.ndarray, p_rare: np.n
         if np.nanmin(sb) < contour_c < np.nanmax(sb):
             ax.contour(x, y, np.asarray(sb, float).T, levels=[contour_c], colors="w",
                        linestyles="--", linewidths=1.5)
-        if cells is not None:
+        for j, cs in enumerate(sets):
+            if i == 2 and "emergence" not in cs:
+                continue
+            vals = (cs["winner"], cs["p_rare"])[i] if i < 2 else np.where(
+                np.isfinite(cs["emergence"]), cs["emergence"], np.nan)
             lim = {} if norm is not None else {"vmin": im.norm.vmin, "vmax": im.norm.vmax}
-            ax.scatter(cells["x"], cells["y"], c=cell_vals[i], cmap=cm, norm=norm, s=90,
-                       edgecolors="k", linewidths=1.5, marker="s", zorder=3,
-                       plotnonfinite=True, **lim)
+            ax.scatter(cs["x"], cs["y"], c=vals, cmap=cm, norm=norm, s=cs.get("size", 90),
+                       edgecolors="k", linewidths=1.5, marker=cs.get("marker", "s"),
+                       zorder=3 + j, plotnonfinite=True, **lim)
             if i > 0:  # the trained value in numbers (it may lie outside the ODE's colour range)
-                for cx, cy, cv in zip(cells["x"], cells["y"], cell_vals[i]):
+                for cx, cy, cv in zip(cs["x"], cs["y"], vals):
                     ax.annotate("never" if not np.isfinite(cv) else f"{cv:.2g}", (cx, cy),
-                                xytext=(6, 6), textcoords="offset points", fontsize=7,
+                                xytext=(6, 6 - 12 * j), textcoords="offset points", fontsize=7,
                                 color="w", bbox={"fc": "k", "alpha": 0.5, "pad": 1})
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(name, fontsize=10)
-    fig.suptitle(f"{title}\n(dashed: predicted contour s*b = {contour_c:.3g}; squares: trained "
-                 "transformers)", fontsize=10)
+    marks = "".join(f"; {MARKERS.get(cs.get('marker', 's'), cs.get('marker'))}: "
+                    f"{cs.get('label', 'trained transformers')}" for cs in sets)
+    fig.suptitle(f"{title}\n(dashed: predicted contour s*b = {contour_c:.3g}{marks})",
+                 fontsize=10)
     return root_figure(fig)
 
 

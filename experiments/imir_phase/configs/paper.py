@@ -35,6 +35,10 @@ def get_config():
     # the (f_r, f_v) diagram at more sizes: V = 32, 128, 512 at T = 5, and T = 7 at V = 32
     c.sizes_scan = dict(specs=[[16, 16, 3, 64], [64, 64, 3, 64], [256, 256, 3, 64], [16, 16, 4, 32]])
     c.validate = dict(n_cells=16, lr=1.0, batch_size=256, eval_size=1024, seed=0)
+    # the standard architecture on the same 16 cells (Adam: plain SGD on a random init has no
+    # gradient-flow time to match anyway); 4 seeds each, one program
+    c.validate_standard = dict(n_cells=16, n_seeds=4, d_model=64, steps=4000, n_evals=20,
+                               lr=1e-3, optimizer="adam", batch_size=64, eval_size=1024, seed=0)
     # the exact (full-manifold) reduced ODE on a coarse grid of the 8-token, 3-block spec
     c.full_grid = dict(n=16, n_common=4, n_rare=4, n_blocks=3, t1=1000.0, n_steps=100,
                        n_save=20)

@@ -24,6 +24,8 @@ def get_config():
     # the compiled solver is the persistent cache's)
     c.sizes_scan = dict(specs=[[8, 8, 3, 6]])
     c.validate = dict(n_cells=1, lr=1.0, batch_size=16, eval_size=32, seed=0)
+    c.validate_standard = dict(n_cells=2, n_seeds=1, d_model=8, steps=20, n_evals=1, lr=3e-2,
+                               batch_size=16, eval_size=32, seed=0)
     # off: the exact grid is the full-manifold diagram here (checked against the enumerated ODE);
     # full_phase.compare_with_four_coordinates is tests/test_imir_phase.py's
     c.full_grid = dict(n=0, n_common=4, n_rare=4, n_blocks=3, t1=20.0, n_steps=4, n_save=2)

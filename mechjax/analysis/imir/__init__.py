@@ -5,7 +5,8 @@ from coordinates, ``confinement`` checks that the population gradient stays on t
 ``sgd`` is the plain-SGD loop they are compared with; ``reduced`` is the closed-form 4-coordinate
 (alpha, beta, gamma, delta) model behind the phase diagrams, ``phase`` solves their grids and reads
 them off, ``theorems`` checks Theorems 2 and 3, ``full_phase`` the full-manifold diagram on a tiny
-spec, ``cells`` trains full transformers on grid cells and ``compare`` sets them against the ODE;
+spec, ``cells`` trains full transformers on grid cells and ``compare`` sets them against the ODE,
+``standard_cells`` trains the standard architecture (Q/K/V/O, random init) on grid cells;
 ``measure`` prints the numbers of docs/imir.md. Derivations: docs/imir.md."""
 from mechjax.analysis.imir.basis import (Basis, Frame, TokenStructure, dense_basis, fixed_params,
                                          imir_config, make_basis, make_frame,

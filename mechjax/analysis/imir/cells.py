@@ -28,8 +28,11 @@ from mechjax.model import forward
 from mechjax.tasks import blocklist as bl
 
 
-def _pool(spec: bl.BlockListSpec, key, n: int, f_r, with_relevant: bool, f_v=0.0,
-          rare_relevant: bool = False):
+def eval_pool(spec: bl.BlockListSpec, key, n: int, f_r, with_relevant: bool, f_v=0.0,
+              rare_relevant: bool = False) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``n`` sequences ``(tokens, query_pos, target)`` at ``(f_r, f_v)`` (may be traced);
+    ``with_relevant=False`` removes the relevant blocks (the in-weights pool),
+    ``rare_relevant`` makes every relevant item rare (the exact dynamics' ``p_rare`` pool)."""
     tp = {"f_r": jnp.asarray(f_r, jnp.float32), "f_v": jnp.asarray(f_v, jnp.float32)}
     draws = bl.draw(spec, key, tp, n)
     if rare_relevant:  # the relevant item rare, the distractors at the cell's law
@@ -59,8 +62,8 @@ def train_cells(spec: bl.BlockListSpec, theta0_sub, f_r: np.ndarray, f_v: np.nda
     fixed = ib.fixed_params(frame)
     w0 = proj.weights(basis, jnp.asarray(theta0_sub, jnp.float32) @ jnp.asarray(phi, jnp.float32))
     k_rare, k_iwl, k_train = jax.random.split(jax.random.key(seed), 3)
-    rare = _pool(spec, k_rare, eval_size, 1.0, True)
-    iwl = _pool(spec, k_iwl, eval_size, 0.0, False)
+    rare = eval_pool(spec, k_rare, eval_size, 1.0, True)
+    iwl = eval_pool(spec, k_iwl, eval_size, 0.0, False)
     assoc = jnp.asarray(spec.association())
 
     def target_prob(w, pool, assoc_target):
@@ -75,8 +78,8 @@ def train_cells(spec: bl.BlockListSpec, theta0_sub, f_r: np.ndarray, f_v: np.nda
 
     def one(fr, fv, key):
         tp = {"f_r": fr, "f_v": fv}
-        pool = rare if rare_pool == "all_rare" else _pool(spec, k_rare, eval_size, fr, True, fv,
-                                                          rare_relevant=True)
+        pool = rare if rare_pool == "all_rare" else eval_pool(
+            spec, k_rare, eval_size, fr, True, fv, rare_relevant=True)
 
         def record(w, loss):
             full = proj.coords(basis, w)
