@@ -62,11 +62,12 @@ def test_capped_solve_stops_the_stiff_cell_only():
     # Heun at rtol 1e-2: 38 steps for k = 0.5, 1243 for k = 200 (stability-bound)
     capped = jax.jit(jax.vmap(lambda k: solve.solve_capped(decay, th0, k, 10.0, 5, 1e-2, 1e-4,
                                                            None, 100, "heun")))
-    ys, done = capped(ks)
+    ys, done, steps = capped(ks)
     assert np.asarray(done).tolist() == [True, False]
+    assert int(steps[0]) < 100 and int(steps[1]) == 100
     np.testing.assert_allclose(ys[0], solve.solve(decay, th0, ks[0], 10.0, 5, 1e-2, 1e-4,
                                                   solver="heun"), rtol=1e-6)
-    _, done = jax.jit(jax.vmap(lambda k: solve.solve_capped(decay, th0, k, 10.0, 5, 1e-2, 1e-4,
+    _, done, _ = jax.jit(jax.vmap(lambda k: solve.solve_capped(decay, th0, k, 10.0, 5, 1e-2, 1e-4,
                                                             None, 4096, "heun")))(ks)
     assert np.asarray(done).all()
 

@@ -17,6 +17,7 @@ needs ``n_blocks >= 3``), and the population ``loss``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -75,8 +76,10 @@ class ExactRecall:
                 "loss": -jnp.sum(w * lp_y) / jnp.sum(w)}
 
 
+@functools.lru_cache(maxsize=8)
 def make(spec: bl.BlockListSpec, n_layers: int = 2, n_heads: int = 1) -> ExactRecall:
-    """The exact reduced model of recall ``spec`` (``classes.recall_classes`` checks the kind)."""
+    """The exact reduced model of recall ``spec`` (``classes.recall_classes`` checks the kind).
+    Kept per spec, so the grids of one spec share their compiled solvers."""
     frame = ib.make_frame(ib.TokenStructure.from_spec(spec), spec.seq_len, n_layers, n_heads)
     basis = ib.make_basis(frame)
     classes = cl.recall_classes(spec)
@@ -115,7 +118,8 @@ def cells_solver(model: ExactRecall, t1: float, n_save: int, rtol: float = solve
     """The jitted ``(theta0 [n], f_r [G], f_v [G]) -> solve_cells output`` (to compile apart
     from the solve). ``keep_theta=False`` returns the read-offs and the final state only.
     ``max_steps``: a step cap per cell (``solve.solve_capped``); the output then has ``done
-    [G]``, False for the cells the cap stopped (their read-offs are not to be used)."""
+    [G]``, False for the cells the cap stopped (their read-offs are not to be used), and
+    ``steps [G]``, the solver steps each took (rejected ones included)."""
     def one(th0, fr, fv):
         tp = {"f_r": fr, "f_v": fv}
         if max_steps is None:
@@ -123,9 +127,9 @@ def cells_solver(model: ExactRecall, t1: float, n_save: int, rtol: float = solve
                                solver=solver)
             done = {}
         else:
-            traj, ok = solve.solve_capped(model.field, th0, tp, t1, n_save, rtol, atol, dt0,
-                                          max_steps, solver)
-            done = {"done": ok}
+            traj, ok, steps = solve.solve_capped(model.field, th0, tp, t1, n_save, rtol, atol,
+                                                 dt0, max_steps, solver)
+            done = {"done": ok, "steps": steps}
         ro = jax.vmap(lambda th: model.readouts(th, tp))(traj)
         return {"theta": traj if keep_theta else traj[-1], **ro, **done}
 

@@ -59,15 +59,15 @@ def solve(field: Field, theta0: jax.Array, args: Any, t1: float | jax.Array, n_s
 
 def solve_capped(field: Field, theta0: jax.Array, args: Any, t1: float | jax.Array, n_save: int,
                  rtol: float, atol: float, dt0: float | None, max_steps: int,
-                 solver: str = "tsit5") -> tuple[jax.Array, jax.Array]:
+                 solver: str = "tsit5") -> tuple[jax.Array, jax.Array, jax.Array]:
     """``solve`` that gives up at ``max_steps`` instead of raising: ``(states [n_save + 1, n],
-    done)``, ``done`` False where the cap stopped it before ``t1`` (its states are then not to be
-    used). Under ``vmap`` the loop runs until every cell is done or capped, so a low cap keeps a
+    done, num_steps)``, ``done`` False where the cap stopped it before ``t1`` (its states are
+    then not to be used). Under ``vmap`` the loop runs until every cell is done or capped, so a low cap keeps a
     few stiff cells from setting the cost of all the others; solve those again with a higher
     cap."""
     sol = _solution(field, theta0, args, t1, n_save, rtol, atol, dt0, max_steps, solver,
                     throw=False)
-    return sol.ys, sol.result == diffrax.RESULTS.successful
+    return sol.ys, sol.result == diffrax.RESULTS.successful, sol.stats["num_steps"]
 
 
 def solve_with_stats(field: Field, theta0: jax.Array, args: Any, t1: float | jax.Array,
