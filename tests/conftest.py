@@ -8,6 +8,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REFERENCE = os.path.join(os.path.dirname(REPO), "shared", "reference", "assign_add")
 
 
+# For subprocess checks of plumbing, not of speed: XLA's cheapest CPU code generation halves the
+# compile time that dominates tiny programs (numbers equal to float rounding).
+FAST_COMPILE = {"XLA_FLAGS": "--xla_backend_optimization_level=0 "
+                             "--xla_llvm_disable_expensive_passes=true"}
+
+
 def run_module_env(extra=None):
     """Environment for subprocesses that run the project's modules."""
     env = dict(os.environ)

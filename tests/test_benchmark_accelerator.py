@@ -4,14 +4,9 @@ import json
 import os
 import subprocess
 
-from conftest import PYTHON, REPO, run_module_env
+from conftest import FAST_COMPILE, PYTHON, REPO, run_module_env
 
 from experiments.benchmark import throughput
-
-# A plumbing check, not a timing: XLA's cheapest CPU code generation halves the compile time
-# that dominates these tiny programs.
-FAST_COMPILE = {"XLA_FLAGS": "--xla_backend_optimization_level=0 "
-                             "--xla_llvm_disable_expensive_passes=true"}
 
 
 def accelerator(out, *flags):

@@ -4,13 +4,9 @@ import json
 import re
 import subprocess
 
-from conftest import PYTHON, REPO, run_module_env
+from conftest import FAST_COMPILE, PYTHON, REPO, run_module_env
 
 from experiments.benchmark import step_profile
-
-# A plumbing check, not a timing: XLA's cheapest CPU code generation (as the accelerator test).
-FAST_COMPILE = {"XLA_FLAGS": "--xla_backend_optimization_level=0 "
-                             "--xla_llvm_disable_expensive_passes=true"}
 
 
 def test_tiny_profile_prints_step_and_matmul_rates(tmp_path):

@@ -60,6 +60,10 @@ SCHEMA = Schema(
         f_r=fraction("", **UNIT), f_v=fraction("", **UNIT),
         t1=TIME, lr=number("gradient-descent step", gt=0.0),
         n_save=integer("saved times"))),
+    four_coord=Section(
+        "the closed-form 4-coordinate model as a labelled comparison (its diagrams, Theorems 2 "
+        "and 3, trained cells, the enumerated ODE vs gradient descent, confinement)",
+        enabled=boolean("", default=True)),
     confinement=Section(
         "gradient confinement to the invariant manifold",
         enabled=boolean(""), seed=integer("", min=0),

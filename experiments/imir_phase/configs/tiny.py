@@ -28,5 +28,8 @@ def get_config():
                                batch_size=16, eval_size=32, seed=0)
     # off: the exact grid is the full-manifold diagram here (checked against the enumerated ODE);
     # full_phase.compare_with_four_coordinates is tests/test_imir_phase.py's
+    # the default pipeline only; tests/test_imir_phase.py runs the 4-coordinate comparison
+    # by itself (run.four_coordinate_comparison)
+    c.four_coord = dict(enabled=False)
     c.full_grid = dict(n=0, n_common=4, n_rare=4, n_blocks=3, t1=20.0, n_steps=4, n_save=2)
     return c
