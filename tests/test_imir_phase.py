@@ -181,6 +181,14 @@ def test_tiny_end_to_end(tmp_path):
     assert saved["full_ode_vs_gd/max_rel_deviation"] < 0.05
     assert saved["theorem3/r2"] > 0.95
     assert len(saved["theorem2/protocols"]) >= 4
+    # the exact theorems stage: the protocol point on the exact loss is the 4-coordinate one at
+    # f_v = 0 (float32 rounding), f_r = 1 never forms IWL, and within 20 steps only delta moves
+    # 0.5 (in the exact dynamics and in training alike)
+    assert saved["theorem2_exact/protocol_max_abs_diff_vs_4coord_f_v_0"] < 1e-5
+    assert {(r["f_r"], r["p"]) for r in saved["theorem2_exact/never_reached"]} >= {
+        (1.0, 0.9), (1.0, 0.99)}
+    assert saved["emergence_exact/order_exact"] == saved["emergence_exact/order_trained"] == [
+        "delta"]
     for name in ("phase_fr_fv.png", "phase_b_fr.png", "trajectories_abgd.png",
                  "phase_fr_fv_4coord.png", "phase_b_fr_4coord.png",
                  "trajectories_ode_vs_training.png", "theorem2.png", "theorem3.png"):
@@ -203,6 +211,8 @@ def test_tiny_end_to_end(tmp_path):
     (lambda c: setattr(c.theorem2, "settings", [[0.1, 0.0]] * 3), "theorem2.settings="),
     (lambda c: setattr(c.task, "n_common", 4), "n_common=4"),
     (lambda c: setattr(c.grid, "f_v_max", 1.5), "grid.f_v_max=1.5"),
+    (lambda c: setattr(c.exact_theorems, "steps", 21), "exact_theorems.steps=21"),
+    (lambda c: setattr(c.exact_theorems, "steps", 400), "steps * lr = 400.0 must be <= t1"),
     (lambda c: setattr(c.exact, "n_blocks", 7), "exact.n_blocks=7"),
     (lambda c: setattr(c.exact, "b", 3), "exact.b=3"),
 ])
