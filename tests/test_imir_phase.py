@@ -177,6 +177,14 @@ def test_tiny_end_to_end(tmp_path):
     # (float32 solver noise), and against SGD on full weights from the same point
     assert saved["exact_vs_full_ode/max_rel_deviation"] < 1e-3
     assert saved["ode_vs_training/max_rel_deviation"] < 0.05
+    # the exact theorems stage: the protocol point on the exact loss is the 4-coordinate one at
+    # f_v = 0 (float32 rounding), f_r = 1 never forms IWL, and within 20 steps only delta moves
+    # 0.5 (in the exact dynamics and in training alike)
+    assert saved["theorem2_exact/protocol_max_abs_diff_vs_4coord_f_v_0"] < 1e-5
+    assert {(r["f_r"], r["p"]) for r in saved["theorem2_exact/never_reached"]} >= {
+        (1.0, 0.9), (1.0, 0.99)}
+    assert saved["emergence_exact/order_exact"] == saved["emergence_exact/order_trained"] == [
+        "delta"]
     for name in ("phase_fr_fv.png", "phase_b_fr.png", "phase_sizes.png"):
         assert os.path.getsize(os.path.join(workdir, "figures", name)) > 1000, name
     m = np.load(os.path.join(workdir, "metrics.npz"))
@@ -221,6 +229,25 @@ def test_tiny_four_coordinate_comparison(tmp_path):
     for name in ("trajectories_abgd.png", "phase_fr_fv_4coord.png", "phase_b_fr_4coord.png",
                  "trajectories_ode_vs_training.png", "theorem2.png", "theorem3.png"):
         assert os.path.getsize(os.path.join(fig_dir, name)) > 1000, name
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: setattr(c.grid, "n", 1), "grid.n=1"),
+    (lambda c: setattr(c.task, "b", 5), "task.b=5"),
+    (lambda c: setattr(c.cells, "steps", 25), "cells.steps=25 must be a multiple"),
+    (lambda c: setattr(c.theorem2, "settings", [[0.1, 0.0]] * 3), "theorem2.settings="),
+    (lambda c: setattr(c.task, "n_common", 4), "n_common=4"),
+    (lambda c: setattr(c.grid, "f_v_max", 1.5), "grid.f_v_max=1.5"),
+    (lambda c: setattr(c.exact_theorems, "steps", 21), "exact_theorems.steps=21"),
+    (lambda c: setattr(c.exact_theorems, "steps", 400), "steps * lr = 400.0 must be <= t1"),
+    (lambda c: setattr(c.exact, "n_blocks", 7), "exact.n_blocks=7"),
+    (lambda c: setattr(c.exact, "b", 3), "exact.b=3"),
+])
+def test_bad_config_refused_before_writing(tmp_path, edit, message):
+    config = tiny.get_config()
+    edit(config)
+    assert_refused_before_writing(run.run, config, tmp_path / "run", message)
+
 
 def test_readoff_caps_the_icl_level_at_b_over_b_plus_1():
     """Two cells whose p_rare ends at 0.3: with b = 1 the 4-coordinate ICL level is 0.5 * 1/2 =

@@ -98,6 +98,20 @@ def build(config) -> dict:
         raise ConfigError(f"exact_b.n_blocks={eb['n_blocks']}: allowed 3..5")
     _spec("exact_b", eb, eb["n_blocks"] - 1)
     _spec("exact_check", c["exact_check"])
+    xt = c["exact_theorems"]
+    if xt["steps"] % xt["n_save_train"]:
+        raise ConfigError(f"exact_theorems.steps={xt['steps']} must be a multiple of "
+                          f"exact_theorems.n_save_train={xt['n_save_train']}")
+    if xt["steps"] * xt["lr"] > float(xt["t1"]) * (1 + 1e-9):
+        raise ConfigError(f"exact_theorems: steps * lr = {xt['steps'] * xt['lr']} must be <= "
+                          f"t1 = {xt['t1']} (the emergence cell's exact trajectory is the "
+                          "Theorem 2 solve's)")
+    # Theorem 3 compares with the 4-coordinate gradient on the same sizes
+    _sizes("exact_theorems.t3_n_blocks", {**e, "n_blocks": xt["t3_n_blocks"]})
+    _spec("exact_theorems.t3_n_blocks", {**e, "n_blocks": xt["t3_n_blocks"]})
+    if e["n_blocks"] < 3:
+        raise ConfigError(f"exact.n_blocks={e['n_blocks']}: must be >= 3 for exact_theorems "
+                          "(the in-weights read-off needs a distractor block)")
     es = c["exact_sgd"]
     if es["steps"] % es["n_save"]:
         raise ConfigError(f"exact_sgd.steps={es['steps']} must be a multiple of "
@@ -150,6 +164,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     ex = stages.exact_frfv_diagram(c, summary, metrics)
     exb = stages.exact_bfr_diagram(c, summary, metrics)
     stages.exact_checks(c, summary)
+    stages.exact_theorems(c, summary, metrics)
     ex_cells = []
     if c["validate"]["n_cells"]:
         ex_cells.append(stages.exact_cells(c, ex, summary, metrics))
@@ -193,7 +208,10 @@ def format_summary(summary: dict[str, Any]) -> str:
             "exact_vs_full_ode/max_rel_deviation", "winner_agreement/theory_arch",
             "winner_agreement/standard_arch", "winner_agreement/standard_arch_majority",
             "grid_4coord/seconds", "grid_4coord/contour_sb", "theorem2/max_rel_error", "theorem3/slope_vs_b", "theorem3/r2",
-            "ode_vs_training/max_rel_deviation", "full_grid/winner_agreement_with_4coord",
+            "ode_vs_training/max_rel_deviation",
+            "theorem2_exact/protocol_max_abs_diff_vs_4coord_f_v_0", "theorem3_exact/r2",
+            "emergence_exact/order_exact", "emergence_exact/order_trained",
+            "full_grid/winner_agreement_with_4coord",
             "full_grid/contour_sb", "emergence_order", "emergence_times_ode",
             "emergence_order_trained", "emergence_times_trained", "confinement/rel_residual",
             "speed/ratio_train_per_cell_vs_grid", "cells/winner_trained",

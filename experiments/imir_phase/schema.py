@@ -118,6 +118,29 @@ SCHEMA = Schema(
         batch_size=integer("sequences per step", min=1, default=64),
         eval_size=integer("sequences per read-off pool", min=1, default=512),
         seed=integer("first model seed (seeds seed .. seed + n_seeds - 1)", min=0, default=0)),
+    exact_theorems=Section(
+        "Theorems 2 and 3 and the emergence order on the exact dynamics (the exact grid's spec)",
+        settings=sequence(sequence(fraction(**UNIT), length=2),
+                          "(f_r, f_v) pairs of Theorem 2 along trajectories and at the protocol "
+                          "point; in-weights learning forms only at f_v = 0 and small f_r",
+                          default=((0.1, 0.0), (0.2, 0.0), (0.3, 0.0), (0.5, 0.0), (0.05, 0.05),
+                                   (0.1, 0.3), (0.3, 0.3), (0.7, 0.2), (0.9, 0.5), (1.0, 0.0))),
+        p_levels=sequence(number(gt=0.0, lt=1.0), "in-weights probabilities at which the "
+                          "trajectory is read", default=(0.9, 0.99)),
+        t1=number("Theorem 2 trajectories' horizon", gt=0.0, default=2000.0),
+        n_save=integer("Theorem 2 trajectories' saved times", default=200),
+        rtol=number("the solver's relative tolerance (atol = rtol / 100)", gt=0.0, lt=0.1,
+                    default=1e-3),
+        t3_n_blocks=integer("Theorem 3: n_blocks of the exact classes, b = 1 .. n_blocks - 1 "
+                            "(24,612 classes at 5 and b = 1)", min=3, max=5, default=5),
+        lr=number("emergence: SGD learning rate (ODE time per step)", gt=0.0, default=1.0),
+        steps=integer("emergence: SGD steps; horizon steps * lr", default=1000),
+        n_save_train=integer("emergence: saved steps (steps must be a multiple)", default=50),
+        batch_size=integer("emergence: sequences per step", default=256),
+        eval_size=integer("emergence: sequences per evaluation pool", default=256),
+        seed=integer("", min=0, default=0),
+        four_coord_reference=boolean("emergence: also the 4-coordinate closed form on the same "
+                                     "spec", default=True)),
     full_grid=Section("the full-manifold ODE over a grid", **_sizes(
         n=integer("cells per axis; 0 = off", min=0),
         t1=TIME, n_steps=integer("sets the adaptive solver's first step, t1 / n_steps"), n_save=integer("saved times"))),

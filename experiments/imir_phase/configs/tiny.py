@@ -23,6 +23,10 @@ def get_config():
     # the exact grid's own spec and size: the same diagram, so the test can compare them (and
     # the compiled solver is the persistent cache's)
     c.sizes_scan = dict(specs=[[8, 8, 3, 6]])
+    # one trajectory that forms IWL (f_v = 0, small f_r) and s = 1; b = 1, 2 only (3 blocks)
+    c.exact_theorems = dict(settings=[[0.3, 0.0], [1.0, 0.0]], t1=200.0, n_save=10,
+                            t3_n_blocks=3, steps=20, n_save_train=2, batch_size=16,
+                            eval_size=32, four_coord_reference=False)
     c.validate = dict(n_cells=1, lr=1.0, batch_size=16, eval_size=32, seed=0)
     c.validate_standard = dict(n_cells=2, n_seeds=1, d_model=8, steps=20, n_evals=1, lr=3e-2,
                                batch_size=16, eval_size=32, seed=0)
