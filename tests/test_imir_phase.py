@@ -170,7 +170,8 @@ def test_tiny_end_to_end(tmp_path):
     for key in ("grid_seconds", "speed/ratio_train_per_cell_vs_grid", "grid/contour_sb",
                 "exact_vs_full_ode/max_rel_deviation", "winner_agreement/theory_arch",
                 "ode_vs_training/max_rel_deviation", "grid_b/contour_sb", "grid/n_classes",
-                "winner_agreement/standard_arch", "cells_standard/winner_exact"):
+                "winner_agreement/standard_arch", "cells_standard/winner_exact",
+                "boundary/sb_contour_accuracy"):
         assert key in saved, key
     assert not any(k.startswith(("theorem2/", "grid_4coord/")) for k in saved)  # switched off
     # the exact dynamics (orbit classes, coordinate forward) against the enumerated engine ODE

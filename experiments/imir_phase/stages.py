@@ -283,7 +283,9 @@ def exact_frfv_diagram(c: dict, summary: dict, metrics: dict) -> dict:
                                   "n_blocks": spec.n_blocks, "T": spec.seq_len,
                                   "V": spec.n_tokens, "b": spec.burstiness},
                     "grid/winner_counts": ph.winner_counts(ro["winner"]),
-                    "grid/contour_sb": contour})
+                    "grid/contour_sb": contour,
+                    # the name for it: how well s * b = c separates ICL-formed cells
+                    "boundary/sb_contour_accuracy": contour["agreement"]})
     for k in ("winner", "p_rare", "acc_rare", "p_iwl", "emergence"):
         metrics[f"frfv/{k}"] = ro[k].reshape(FR.shape)
     metrics["frfv/f_r"], metrics["frfv/f_v"], metrics["frfv/t"] = fr_ax, fv_ax, t
