@@ -83,14 +83,22 @@ def bfr_diagram(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> dic
                                   float(o["t1"]), o["n_save"], _dt0(o["t1"], o["n_steps"]))
     ro = ph.readoff(out, t_ode, BB.ravel().astype(float), o["threshold"])
     sb = BB * ph.s_factor(FR, fv)
-    contour = ph.contour_agreement(sb, ro["icl"].reshape(BB.shape))
-    summary.update({"grid_b_4coord/seconds": t_run, "grid_b_4coord/cells": int(BB.size),
-                    "grid_b_4coord/contour_sb": contour,
-                    "grid_b_4coord/winner_counts": ph.winner_counts(ro["winner"])})
-    for k in ("winner", "p_rare", "p_iwl", "emergence"):
-        metrics[f"bfr_4coord/{k}"] = ro[k].reshape(BB.shape)
-    metrics["bfr_4coord/b"], metrics["bfr_4coord/f_r"] = b_ax, fr_ax
+    contour = _record_b_grid("_4coord", ro, BB, b_ax, fr_ax, sb, t_run, summary, metrics)
     return {"b_ax": b_ax, "sb": sb, "contour": contour}
+
+
+def _record_b_grid(suffix: str, ro: dict, BB: np.ndarray, b_ax: np.ndarray, fr_ax: np.ndarray,
+                   sb: np.ndarray, seconds: float, summary: dict, metrics: dict) -> dict:
+    """A (b, f_r) diagram's summary (``grid_b<suffix>/*``) and metrics (``bfr<suffix>/*``);
+    returns the s*b contour fit."""
+    contour = ph.contour_agreement(sb, ro["icl"].reshape(BB.shape))
+    summary.update({f"grid_b{suffix}/seconds": seconds, f"grid_b{suffix}/cells": int(BB.size),
+                    f"grid_b{suffix}/contour_sb": contour,
+                    f"grid_b{suffix}/winner_counts": ph.winner_counts(ro["winner"])})
+    for k in ("winner", "p_rare", "p_iwl", "emergence"):
+        metrics[f"bfr{suffix}/{k}"] = ro[k].reshape(BB.shape)
+    metrics[f"bfr{suffix}/b"], metrics[f"bfr{suffix}/f_r"] = b_ax, fr_ax
+    return contour
 
 
 def theorem_checks(c: dict, t_ode: np.ndarray, frfv: dict, summary: dict) -> tuple[dict, dict]:
@@ -307,13 +315,7 @@ def exact_bfr_diagram(c: dict, summary: dict, metrics: dict) -> dict:
                                    **_grid_solver(e))
     ro = exact_phase.readoff(out, t, o["threshold"])
     sb = BB * ph.s_factor(FR, eb["f_v"])
-    contour = ph.contour_agreement(sb, ro["icl"].reshape(BB.shape))
-    summary.update({"grid_b/seconds": secs, "grid_b/cells": int(BB.size),
-                    "grid_b/contour_sb": contour,
-                    "grid_b/winner_counts": ph.winner_counts(ro["winner"])})
-    for k in ("winner", "p_rare", "p_iwl", "emergence"):
-        metrics[f"bfr/{k}"] = ro[k].reshape(BB.shape)
-    metrics["bfr/b"], metrics["bfr/f_r"] = b_ax, fr_ax
+    contour = _record_b_grid("", ro, BB, b_ax, fr_ax, sb, secs, summary, metrics)
     return {"b_ax": b_ax, "fr_ax": fr_ax, "sb": sb, "contour": contour, "spec": spec}
 
 
