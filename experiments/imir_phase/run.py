@@ -25,7 +25,7 @@ from mechjax.io import write_json, write_npz
 from mechjax.tasks import blocklist as bl
 from mechjax.timing import load_average
 
-from experiments.imir_phase import stages
+from experiments.imir_phase import exact_stages, stages
 from experiments.imir_phase.schema import SCHEMA
 
 
@@ -161,18 +161,18 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     t_ode = np.linspace(0.0, float(c["ode"]["t1"]), c["ode"]["n_save"] + 1)
     summary: dict[str, Any] = {"load_at_start": load_average(), "devices": jax.device_count()}
     metrics: dict[str, np.ndarray] = {"t_ode": t_ode}
-    ex = stages.exact_frfv_diagram(c, summary, metrics)
-    exb = stages.exact_bfr_diagram(c, summary, metrics)
-    stages.exact_checks(c, summary)
-    stages.exact_theorems(c, summary, metrics)
+    ex = exact_stages.exact_frfv_diagram(c, summary, metrics)
+    exb = exact_stages.exact_bfr_diagram(c, summary, metrics)
+    exact_stages.exact_checks(c, summary)
+    exact_stages.exact_theorems(c, summary, metrics)
     ex_cells = []
     if c["validate"]["n_cells"]:
-        ex_cells.append(stages.exact_cells(c, ex, summary, metrics))
+        ex_cells.append(exact_stages.exact_cells(c, ex, summary, metrics))
     if c["validate_standard"]["n_cells"]:
-        ex_cells.append(stages.standard_cells(c, ex, summary, metrics,
+        ex_cells.append(exact_stages.standard_cells(c, ex, summary, metrics,
                                               os.path.join(workdir, "standard_cells")))
-    stages.exact_figures(c, fig_dir, metrics, ex, exb, ex_cells or None)
-    stages.exact_sizes(c, summary, metrics, fig_dir)
+    exact_stages.exact_figures(c, fig_dir, metrics, ex, exb, ex_cells or None)
+    exact_stages.exact_sizes(c, summary, metrics, fig_dir)
     if c["four_coord"]["enabled"]:
         four_coordinate_comparison(c, ex, summary, metrics, fig_dir)
     write_npz(os.path.join(workdir, "metrics.npz"), metrics)
