@@ -23,6 +23,13 @@ def run_module_env(extra=None):
     return env
 
 
+def fast_compile_env(xla_flags: str = "", extra=None):
+    """``run_module_env`` with XLA's fast-compile flags, after ``xla_flags`` (such as a host
+    device count)."""
+    flags = f"{xla_flags} {FAST_COMPILE['XLA_FLAGS']}".strip()
+    return run_module_env({**(extra or {}), "XLA_FLAGS": flags})
+
+
 def require_reference() -> str:
     """The reference checkpoint folder (``../shared/reference/assign_add`` beside the
     repository); skips the test, naming that path, when it is not there."""

@@ -8,7 +8,7 @@ import subprocess
 import time
 
 import numpy as np
-from conftest import PYTHON, REPO, run_module_env
+from conftest import PYTHON, REPO, fast_compile_env, run_module_env
 
 TINY = os.path.join(REPO, "experiments", "quickstart", "configs", "tiny.py")
 # 12 chunks of 10 steps, a checkpoint after each: room to kill a process mid-run.
@@ -26,8 +26,7 @@ def free_port() -> int:
 
 def start(workdir, log_dir, tag, n_processes, devices_per_process):
     """Start ``n_processes`` quickstart processes on one workdir; returns (popen, log path)s."""
-    env = run_module_env({"XLA_FLAGS": "--xla_force_host_platform_device_count="
-                                       f"{devices_per_process}"})
+    env = fast_compile_env(f"--xla_force_host_platform_device_count={devices_per_process}")
     port = free_port()
     procs = []
     for i in range(n_processes):

@@ -6,14 +6,14 @@ import subprocess
 
 import pytest
 
-from conftest import PYTHON, REPO, run_module_env
+from conftest import PYTHON, REPO, fast_compile_env
 
 TINY = os.path.join(REPO, "experiments", "quickstart", "configs", "tiny.py")
 
 
 def quickstart(workdir, *flags):
     return subprocess.run([PYTHON, "-m", "experiments.quickstart", f"--workdir={workdir}",
-                           f"--config={TINY}", *flags], cwd=REPO, env=run_module_env(),
+                           f"--config={TINY}", *flags], cwd=REPO, env=fast_compile_env(),
                           capture_output=True, text=True, timeout=600)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 import pytest
 
-from conftest import PYTHON, run_module_env
+from conftest import PYTHON, fast_compile_env
 from mechjax.snapshots import start_from
 from mechjax.sweep import grid_product, run_sweep
 from mechjax.tasks import modular
@@ -52,13 +52,10 @@ SCRIPT = textwrap.dedent("""
 def run_script(tmp_path, workdir, out, kill_after=-1, devices=None):
     script = tmp_path / "sweep_script.py"
     script.write_text(SCRIPT)
-    extra = {}
-    if devices:
-        extra["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
-    extra["PYTHONPATH"] = os.path.dirname(os.path.abspath(__file__))  # for test_sweep itself
-    env = run_module_env()
-    env["PYTHONPATH"] = extra.pop("PYTHONPATH") + os.pathsep + env["PYTHONPATH"]
-    env.update(extra)
+    env = fast_compile_env(f"--xla_force_host_platform_device_count={devices}" if devices
+                           else "")
+    # for test_sweep itself
+    env["PYTHONPATH"] = os.path.dirname(os.path.abspath(__file__)) + os.pathsep + env["PYTHONPATH"]
     return subprocess.run([PYTHON, str(script), str(workdir), str(out), str(kill_after)],
                           env=env, capture_output=True, text=True, timeout=600)
 
