@@ -179,13 +179,13 @@ def test_tiny_end_to_end(tmp_path):
     assert saved["exact_vs_full_ode/max_rel_deviation"] < 1e-3
     assert saved["ode_vs_training/max_rel_deviation"] < 0.05
     # the exact theorems stage: the protocol point on the exact loss is the 4-coordinate one at
-    # f_v = 0 (float32 rounding), f_r = 1 never forms IWL, and within 20 steps only delta moves
-    # 0.5 (in the exact dynamics and in training alike)
+    # f_v = 0 (float32 rounding), f_r = 1 never forms IWL, and within 200 steps delta, gamma,
+    # alpha move, in that order, and beta does not (in the exact dynamics and in training alike)
     assert saved["theorem2_exact/protocol_max_abs_diff_vs_4coord_f_v_0"] < 1e-5
     assert {(r["f_r"], r["p"]) for r in saved["theorem2_exact/never_reached"]} >= {
         (1.0, 0.9), (1.0, 0.99)}
     assert saved["emergence_exact/order_exact"] == saved["emergence_exact/order_trained"] == [
-        "delta"]
+        "delta", "gamma", "alpha"]
     for name in ("phase_fr_fv.png", "phase_b_fr.png", "phase_sizes.png"):
         assert os.path.getsize(os.path.join(workdir, "figures", name)) > 1000, name
     m = np.load(os.path.join(workdir, "metrics.npz"))

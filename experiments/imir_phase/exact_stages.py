@@ -32,7 +32,7 @@ def _exact_spec(e: dict, b: int | None = None) -> bl.BlockListSpec:
 
 def _grid_solver(e: dict) -> dict:
     """The grids' solver settings (``exact_phase.timed_cells``)."""
-    return {"solver": e["solver"], "step_cap": e["step_cap"] or None}
+    return {"solver": e["solver"], "step_cap": e["step_cap"] or None, "chunk": e["chunk"]}
 
 
 def exact_frfv_diagram(c: dict, summary: dict, metrics: dict) -> dict:
@@ -106,7 +106,8 @@ def exact_checks(c: dict, summary: dict) -> None:
     summary["exact_vs_full_ode/detail"] = r
     log(f"exact dynamics vs SGD (batch {es['batch_size']}, {es['steps']} steps)")
     s = exact_phase.vs_sgd(_exact_spec(e), o["init"], es["f_r"], es["f_v"], float(es["lr"]),
-                           es["steps"], es["n_save"], es["batch_size"], es["seed"])
+                           es["steps"], es["n_save"], es["batch_size"], es["seed"],
+                           _dt0(es["steps"] * es["lr"], e["n_steps"]))
     summary["ode_vs_training/max_rel_deviation"] = s["until_90"]["norm"]
     summary["ode_vs_training/max_rel_deviation_per_coordinate"] = s["until_90"]["coord"]
     summary["ode_vs_training/detail"] = s

@@ -78,7 +78,9 @@ SCHEMA = Schema(
         solver=choice(("heun", "bosh3", "tsit5"), "explicit Runge-Kutta method of the grids",
                       default="heun"),
         step_cap=integer("first-pass step cap per cell (cells it stops are solved again "
-                         "uncapped); 0 = one uncapped pass", min=0, default=0))),
+                         "uncapped); 0 = one uncapped pass", min=0, default=0),
+        chunk=integer("cells per compiled solve (rounded up to a power of two, >= 4)", min=1,
+                      default=256))),
     exact_b=Section("the default (b, f_r) diagram (exact dynamics), b = 1 .. n_blocks - 1",
                     **_sizes(n=integer("f_r cells", min=2),
                              f_v=fraction("varied-answer fraction", **UNIT))),

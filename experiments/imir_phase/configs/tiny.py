@@ -15,19 +15,23 @@ def get_config():
     c.cells = dict(n_cells=1, lr=1.0, steps=20, n_save=2, batch_size=16, eval_size=32, seed=0)
     c.ode_check = dict(n_common=4, n_rare=2, n_blocks=2, f_r=0.5, f_v=0.2, t1=2.0, lr=0.1,
                        n_save=4)
-    c.exact = dict(n_common=8, n_rare=8, n_blocks=3, b=1, n=6, t1=200.0, n_steps=20, n_save=4,
-                   rtol=1e-3)
-    c.exact_b = dict(n_common=6, n_rare=6, n_blocks=3, n=2, f_v=0.1)
+    # one compiled solve of 4 cells serves the grids, the b = 1 row of the (b, f_r) grid, the
+    # SGD check and the theorems' trajectories (one spec, method, n_save and size; t1 and the
+    # tolerances are arguments): a test-size run is mostly compilation
+    c.exact = dict(n_common=8, n_rare=8, n_blocks=3, b=1, n=6, t1=200.0, n_steps=20, n_save=10,
+                   rtol=1e-3, solver="tsit5", step_cap=0, chunk=4)
+    c.exact_b = dict(n_common=8, n_rare=8, n_blocks=3, n=2, f_v=0.1)
     c.exact_check = dict(n_common=4, n_rare=4, n_blocks=3, n_cells=1, t1=20.0, n_save=2)
-    c.exact_sgd = dict(f_r=0.5, f_v=0.1, lr=1.0, steps=20, n_save=2, batch_size=256, seed=0)
+    # the three trainings (SGD check, emergence, straddling cells) at one size: one program
+    c.exact_sgd = dict(f_r=0.5, f_v=0.1, lr=1.0, steps=200, n_save=10, batch_size=64, seed=0)
     # the exact grid's own spec and size: the same diagram, so the test can compare them (and
     # the compiled solver is the persistent cache's)
     c.sizes_scan = dict(specs=[[8, 8, 3, 6]])
     # one trajectory that forms IWL (f_v = 0, small f_r) and s = 1; b = 1, 2 only (3 blocks)
     c.exact_theorems = dict(settings=[[0.3, 0.0], [1.0, 0.0]], t1=200.0, n_save=10,
-                            t3_n_blocks=3, steps=20, n_save_train=2, batch_size=16,
-                            eval_size=32, four_coord_reference=False)
-    c.validate = dict(n_cells=1, lr=1.0, batch_size=16, eval_size=32, seed=0)
+                            t3_n_blocks=3, steps=200, n_save_train=10, batch_size=64,
+                            eval_size=256, four_coord_reference=False)
+    c.validate = dict(n_cells=1, lr=1.0, batch_size=64, eval_size=256, seed=0)
     c.validate_standard = dict(n_cells=2, n_seeds=1, d_model=8, steps=20, n_evals=1, lr=3e-2,
                                batch_size=16, eval_size=32, seed=0)
     # off: the exact grid is the full-manifold diagram here (checked against the enumerated ODE);

@@ -15,6 +15,8 @@ in-weights only), and the training loss.
 """
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -54,16 +56,26 @@ def train_cells(spec: bl.BlockListSpec, theta0_sub, f_r: np.ndarray, f_v: np.nda
         raise ValueError(f"rare_pool={rare_pool!r}: allowed all_rare, cell")
     if steps % n_save:
         raise ValueError(f"steps={steps} must be a multiple of n_save={n_save}")
+    program = _program(spec, steps, n_save, batch_size, eval_size, rare_pool, len(f_r))
+    res = program(jnp.asarray(theta0_sub, jnp.float32), jnp.asarray(lr, jnp.float32),
+                  jnp.asarray(seed, jnp.uint32), jnp.asarray(f_r, jnp.float32),
+                  jnp.asarray(f_v, jnp.float32))
+    t = np.arange(n_save + 1) * (lr * steps / n_save)
+    names = ("theta", "p_rare", "p_iwl", "loss", "theta_full")[: 5 if full_coords else 4]
+    return {k: np.asarray(v) for k, v in zip(names, res)} | {"t": t}
+
+
+@functools.lru_cache(maxsize=16)
+def _program(spec: bl.BlockListSpec, steps: int, n_save: int, batch_size: int, eval_size: int,
+             rare_pool: str, n_cells: int):
+    """The compiled ``train_cells`` of one spec and set of sizes: the start point, learning
+    rate, seed and cells are its arguments, so calls that differ only in those share it."""
     frame = ib.make_frame(ib.TokenStructure.from_spec(spec), spec.seq_len)
     basis = ib.make_basis(frame)
     _, phi = ode.abgd_coordinates(basis)
     to_sub = jnp.asarray(ode.abgd_projector(basis), jnp.float32)  # [4, n]
     cfg = ib.imir_config(frame)
     fixed = ib.fixed_params(frame)
-    w0 = proj.weights(basis, jnp.asarray(theta0_sub, jnp.float32) @ jnp.asarray(phi, jnp.float32))
-    k_rare, k_iwl, k_train = jax.random.split(jax.random.key(seed), 3)
-    rare = eval_pool(spec, k_rare, eval_size, 1.0, True)
-    iwl = eval_pool(spec, k_iwl, eval_size, 0.0, False)
     assoc = jnp.asarray(spec.association())
 
     def target_prob(w, pool, assoc_target):
@@ -76,24 +88,30 @@ def train_cells(spec: bl.BlockListSpec, theta0_sub, f_r: np.ndarray, f_v: np.nda
         p = jax.nn.softmax(logits, -1)
         return jnp.mean(jnp.take_along_axis(p, y[:, None], 1))
 
-    def one(fr, fv, key):
-        tp = {"f_r": fr, "f_v": fv}
-        pool = rare if rare_pool == "all_rare" else eval_pool(
-            spec, k_rare, eval_size, fr, True, fv, rare_relevant=True)
+    def program(theta0_sub, lr, seed, f_r, f_v):
+        w0 = proj.weights(basis, theta0_sub @ jnp.asarray(phi, jnp.float32))
+        k_rare, k_iwl, k_train = jax.random.split(jax.random.key(seed), 3)
+        rare = eval_pool(spec, k_rare, eval_size, 1.0, True)
+        iwl = eval_pool(spec, k_iwl, eval_size, 0.0, False)
 
-        def record(w, loss):
-            full = proj.coords(basis, w)
-            out = (to_sub @ full, target_prob(w, pool, False), target_prob(w, iwl, True), loss)
-            return out + ((full,) if full_coords else ())
+        def one(fr, fv, key):
+            tp = {"f_r": fr, "f_v": fv}
+            pool = rare if rare_pool == "all_rare" else eval_pool(
+                spec, k_rare, eval_size, fr, True, fv, rare_relevant=True)
 
-        def lossf(w, k):
-            return readout_loss({**fixed, **w}, cfg, bl.sample(spec, k, tp, batch_size))
+            def record(w, loss):
+                full = proj.coords(basis, w)
+                return (to_sub @ full, target_prob(w, pool, False), target_prob(w, iwl, True),
+                        loss, full)
 
-        return sgd.descend(lossf, w0, lr, n_save, steps // n_save, record, key)
+            def lossf(w, k):
+                return readout_loss({**fixed, **w}, cfg, bl.sample(spec, k, tp, batch_size))
 
-    keys = jax.random.split(k_train, len(f_r))
-    res = jax.jit(jax.vmap(one))(
-        jnp.asarray(f_r, jnp.float32), jnp.asarray(f_v, jnp.float32), keys)
-    t = np.arange(n_save + 1) * (lr * steps / n_save)
-    names = ("theta", "p_rare", "p_iwl", "loss") + (("theta_full",) if full_coords else ())
-    return {k: np.asarray(v) for k, v in zip(names, res)} | {"t": t}
+            return sgd.descend(lossf, w0, lr, n_save, steps // n_save, record, key)
+
+        return jax.vmap(one)(f_r, f_v, jax.random.split(k_train, n_cells))
+
+    vec = jax.ShapeDtypeStruct((n_cells,), jnp.float32)
+    scalar = jax.ShapeDtypeStruct((), jnp.float32)
+    return jax.jit(program).lower(jax.ShapeDtypeStruct((4,), jnp.float32), scalar,
+                                  jax.ShapeDtypeStruct((), jnp.uint32), vec, vec).compile()

@@ -102,35 +102,81 @@ def abgd_init(model: ExactRecall, init_sub) -> np.ndarray:
     return np.asarray(init_sub, np.float64) @ phi
 
 
+def padded_size(n_cells: int) -> int:
+    """The cell count a solve is compiled for: ``n_cells`` rounded up to a power of two, at
+    least 4 (padded cells repeat the last one), so solves of a few cells share one program."""
+    return max(4, 1 << (max(int(n_cells), 1) - 1).bit_length())
+
+
 def solve_cells(model: ExactRecall, theta0, f_r, f_v, t1: float, n_save: int,
                 dtype=jnp.float32, rtol: float = solve.RTOL, atol: float = solve.ATOL,
-                dt0: float | None = None, solver: str = "tsit5") -> dict[str, jax.Array]:
+                dt0: float | None = None, solver: str = "tsit5") -> dict[str, np.ndarray]:
     """The exact reduced ODE from ``theta0 [n]`` for every cell ``(f_r[c], f_v[c])`` (one jitted
-    ``vmap``): ``theta [G, n_save + 1, n]`` and the ``readouts`` ``[G, n_save + 1]``."""
-    return cells_solver(model, t1, n_save, rtol, atol, dt0, solver=solver)(
-        jnp.asarray(theta0, dtype), jnp.asarray(np.ravel(f_r), dtype),
-        jnp.asarray(np.ravel(f_v), dtype))
+    ``vmap``): ``theta [G, n_save + 1, n]`` and the ``readouts`` ``[G, n_save + 1]``. Raises
+    when a cell does not reach ``t1`` within ``solve.MAX_STEPS`` steps."""
+    f_r, f_v = np.ravel(f_r), np.ravel(f_v)
+    fn = cells_solver(model, t1, n_save, rtol, atol, dt0, solver=solver, dtype=dtype,
+                      size=padded_size(f_r.size))
+    idx = np.minimum(np.arange(fn.size), f_r.size - 1)   # pad with the last cell
+    out = fn(jnp.asarray(theta0, dtype), f_r[idx], f_v[idx])
+    return {k: np.asarray(v)[: f_r.size] for k, v in out.items()}
+
+
+class CellsSolver:
+    """A compiled ``(theta0 [n], f_r [size], f_v [size]) -> solve_cells output`` (``cells_solver``).
+    Calls with ``max_steps=None`` raise when a cell did not reach ``t1``."""
+
+    def __init__(self, compiled, size: int, scalars: tuple, capped: bool, keep_theta: bool,
+                 t1: float):
+        self.compiled, self.size, self.scalars = compiled, size, scalars
+        self.capped, self.keep_theta, self.t1 = capped, keep_theta, t1
+
+    def __call__(self, theta0, f_r, f_v) -> dict[str, jax.Array]:
+        dtype = self.scalars[0].dtype
+        out = dict(self.compiled(jnp.asarray(theta0, dtype), jnp.asarray(f_r, dtype),
+                                 jnp.asarray(f_v, dtype), *self.scalars))
+        if not self.keep_theta:
+            out["theta"] = out["theta"][:, -1]
+        if not self.capped:
+            done = np.asarray(out.pop("done"))
+            out.pop("steps")
+            if not done.all():
+                raise RuntimeError(f"{int((~done).sum())} of {done.size} cells did not reach "
+                                   f"t1={self.t1} within {solve.MAX_STEPS} solver steps")
+        return out
 
 
 def cells_solver(model: ExactRecall, t1: float, n_save: int, rtol: float = solve.RTOL,
                  atol: float = solve.ATOL, dt0: float | None = None, keep_theta: bool = True,
-                 solver: str = "tsit5", max_steps: int | None = None):
-    """The jitted ``(theta0 [n], f_r [G], f_v [G]) -> solve_cells output`` (to compile apart
-    from the solve). ``keep_theta=False`` returns the read-offs and the final state only.
+                 solver: str = "tsit5", max_steps: int | None = None, size: int = 4,
+                 dtype=jnp.float32) -> CellsSolver:
+    """The compiled solve of ``size`` cells (compiled apart from the solve, so its time can be
+    measured). ``keep_theta=False`` returns the read-offs and the final state only.
     ``max_steps``: a step cap per cell (``solve.solve_capped``); the output then has ``done
     [G]``, False for the cells the cap stopped (their read-offs are not to be used), and
-    ``steps [G]``, the solver steps each took (rejected ones included)."""
-    def one(th0, fr, fv):
-        tp = {"f_r": fr, "f_v": fv}
-        if max_steps is None:
-            traj = solve.solve(model.field, th0, tp, t1, n_save, rtol, atol, dt0,
-                               solver=solver)
-            done = {}
-        else:
-            traj, ok, steps = solve.solve_capped(model.field, th0, tp, t1, n_save, rtol, atol,
-                                                 dt0, max_steps, solver)
-            done = {"done": ok, "steps": steps}
-        ro = jax.vmap(lambda th: model.readouts(th, tp))(traj)
-        return {"theta": traj if keep_theta else traj[-1], **ro, **done}
+    ``steps [G]``, the solver steps each took (rejected ones included).
 
-    return jax.jit(jax.vmap(one, in_axes=(None, 0, 0)))
+    ``t1``, ``rtol``, ``atol`` and ``dt0`` are arguments of the compiled program, not constants,
+    so the solves of one model at one ``n_save``, method, cap and size share one compilation
+    (a test-size run compiles a handful of programs, not one per stage)."""
+    scalars = tuple(jnp.asarray(x, dtype) for x in (t1, rtol, atol, 0.0 if dt0 is None else dt0))
+    compiled = _program(model, n_save, solver, max_steps or solve.MAX_STEPS, dt0 is not None,
+                        size, jnp.dtype(dtype).name)
+    return CellsSolver(compiled, size, scalars, max_steps is not None, keep_theta, t1)
+
+
+@functools.lru_cache(maxsize=32)
+def _program(model: ExactRecall, n_save: int, solver: str, max_steps: int, has_dt0: bool,
+             size: int, dtype: str):
+    def one(th0, fr, fv, t1, rtol, atol, dt0):
+        tp = {"f_r": fr, "f_v": fv}
+        traj, ok, steps = solve.solve_capped(model.field, th0, tp, t1, n_save, rtol, atol,
+                                             dt0 if has_dt0 else None, max_steps, solver)
+        ro = jax.vmap(lambda th: model.readouts(th, tp))(traj)
+        return {"theta": traj, **ro, "done": ok, "steps": steps}
+
+    cells = jax.ShapeDtypeStruct((size,), dtype)
+    scalar = jax.ShapeDtypeStruct((), dtype)
+    theta0 = jax.ShapeDtypeStruct((model.n_coords,), dtype)
+    return jax.jit(jax.vmap(one, in_axes=(None, 0, 0, None, None, None, None))).lower(
+        theta0, cells, cells, scalar, scalar, scalar, scalar).compile()

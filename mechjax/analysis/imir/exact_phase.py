@@ -8,7 +8,6 @@ rare-token ICL is not capped at ``b / (b + 1)``).
 from __future__ import annotations
 
 import concurrent.futures
-import functools
 import os
 import time
 
@@ -16,7 +15,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import basis as ib
 from mechjax.analysis.imir import cells as imir_cells
 from mechjax.analysis.imir import exact
 from mechjax.analysis.imir import ode
@@ -43,14 +41,15 @@ def timed_cells(model: exact.ExactRecall, init_sub, f_r, f_v, t1: float, n_save:
     workers = workers or os.cpu_count() or 1
     f_r, f_v = np.ravel(f_r), np.ravel(f_v)
     n_cells = f_r.size
-    chunk = min(chunk, n_cells)
+    chunk = exact.padded_size(min(chunk, n_cells))
     atol = rtol * solve.ATOL / solve.RTOL
     th0 = jnp.asarray(exact.abgd_init(model, init_sub), jnp.float32)
     # the second pass holds few cells: a smaller chunk, so they do not pad a full one
-    sizes = [(step_cap, chunk), (solve.MAX_STEPS, max(1, chunk // 8))] if step_cap else [
-        (solve.MAX_STEPS, chunk)]
+    sizes = [(step_cap, chunk), (solve.MAX_STEPS, exact.padded_size(chunk // 8))] if step_cap \
+        else [(solve.MAX_STEPS, chunk)]
     t0 = time.perf_counter()
-    passes = [(_compiled(model, float(t1), n_save, rtol, atol, dt0, solver, cap, size), size)
+    passes = [(exact.cells_solver(model, float(t1), n_save, rtol, atol, dt0, keep_theta=False,
+                                  solver=solver, max_steps=cap, size=size), size)
               for cap, size in sizes]
     t_compile = time.perf_counter() - t0
 
@@ -87,18 +86,6 @@ def timed_cells(model: exact.ExactRecall, init_sub, f_r, f_v, t1: float, n_save:
     return {**out, "n_capped": np.asarray(n_capped)}, t_compile, t_run
 
 
-@functools.lru_cache(maxsize=16)
-def _compiled(model: exact.ExactRecall, t1: float, n_save: int, rtol: float, atol: float,
-              dt0: float | None, solver: str, max_steps: int, size: int):
-    """One compiled grid pass (kept: a second grid of the same model and sizes, or the second
-    pass of another grid, does not compile again)."""
-    cells = jax.ShapeDtypeStruct((size,), jnp.float32)
-    theta0 = jax.ShapeDtypeStruct((model.n_coords,), jnp.float32)
-    return exact.cells_solver(model, t1, n_save, rtol, atol, dt0, keep_theta=False,
-                              solver=solver, max_steps=max_steps).lower(theta0, cells,
-                                                                        cells).compile()
-
-
 def readoff(out: dict, t: np.ndarray, threshold: float) -> dict[str, np.ndarray]:
     """``phase.readoff`` of exact-dynamics cells (uncapped ICL level)."""
     n = len(out["p_rare"])
@@ -107,7 +94,7 @@ def readoff(out: dict, t: np.ndarray, threshold: float) -> dict[str, np.ndarray]
 
 def b_grid(spec: bl.BlockListSpec, init_sub, b_values, f_r, f_v: float, t1: float,
            n_save: int, rtol: float = solve.RTOL, dt0: float | None = None,
-           solver: str = "tsit5", step_cap: int | None = None,
+           solver: str = "tsit5", step_cap: int | None = None, chunk: int = 256,
            ) -> tuple[dict[str, np.ndarray], float]:
     """The (b, f_r) diagram: for each ``b`` (its own class set) one vmapped solve over ``f_r``.
     Returns read-off arrays ``[len(b_values) * len(f_r), n_t]`` (b-major) and the run seconds
@@ -118,7 +105,7 @@ def b_grid(spec: bl.BlockListSpec, init_sub, b_values, f_r, f_v: float, t1: floa
                                             n_rare=spec.n_rare, n_blocks=spec.n_blocks,
                                             burstiness=int(b)))
         out, _, run = timed_cells(model, init_sub, f_r, np.full(len(f_r), f_v), t1, n_save,
-                                  rtol, dt0, solver=solver, step_cap=step_cap)
+                                  rtol, dt0, chunk, solver=solver, step_cap=step_cap)
         parts.append(out)
         secs += run
     keys = [k for k in parts[0] if k not in ("theta", "n_capped")]
@@ -154,16 +141,18 @@ def vs_full_ode(spec: bl.BlockListSpec, init_sub, f_r, f_v, t1: float, n_save: i
 
 
 def vs_sgd(spec: bl.BlockListSpec, init_sub, f_r: float, f_v: float, lr: float, steps: int,
-           n_save: int, batch_size: int, seed: int = 0) -> dict:
+           n_save: int, batch_size: int, seed: int = 0, dt0: float | None = None) -> dict:
     """The exact dynamics against SGD on every weight of the IMIR transformer from the same
     on-manifold point (``cells.train_cells``, the trained weights' least-squares coordinates):
     ``ode.max_rel_deviation`` until the trained loss has dropped 90% (as ``measure.ode_vs_gd``),
     and over the whole run."""
     model = exact.make(spec)
     tr = imir_cells.train_cells(spec, init_sub, np.array([f_r]), np.array([f_v]), lr, steps,
-                                n_save, batch_size, 256, seed, full_coords=True)
+                                n_save, batch_size, 256, seed, full_coords=True,
+                                rare_pool="cell")  # p_rare unused; the grid cells' program
     t1 = float(tr["t"][-1])
-    traj = exact.solve_cells(model, exact.abgd_init(model, init_sub), f_r, f_v, t1, n_save)
+    traj = exact.solve_cells(model, exact.abgd_init(model, init_sub), f_r, f_v, t1, n_save,
+                             dt0=dt0)
     ode_theta = np.asarray(traj["theta"][0])
     ode_loss = np.asarray(traj["loss"][0])
     sgd_theta = tr["theta_full"][0]

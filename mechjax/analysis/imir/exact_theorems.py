@@ -303,7 +303,8 @@ def emergence(model: exact.ExactRecall, init_sub: Sequence[float], f_r: float, f
         t_ex, th_ex = t_ex[keep], th_ex[keep]
     sub_exact = th_ex @ ode.abgd_projector(model.basis).T
     tr = imir_cells.train_cells(model.spec, init_sub, np.array([f_r]), np.array([f_v]),
-                                float(lr), steps, n_save, batch_size, eval_size, seed)
+                                float(lr), steps, n_save, batch_size, eval_size, seed,
+                                rare_pool="cell")  # p_rare unused; the grid cells' program
     sub_train = tr["theta"][0].astype(np.float64)
     runs = [("exact", t_ex, sub_exact), ("trained", t, sub_train)]
     if four_coord:
