@@ -7,6 +7,14 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REFERENCE = os.path.join(os.path.dirname(REPO), "shared", "reference", "assign_add")
 
+# One persistent compilation cache for the suite (every worker and every subprocess): a program
+# that several tests build compiles once. Set before anything compiles, because JAX decides once
+# per process whether to use it.
+os.environ.setdefault("MECHJAX_CACHE_DIR", os.path.join(REPO, ".pytest_cache", "jax"))
+from mechjax.workdir import enable_compilation_cache  # noqa: E402
+
+enable_compilation_cache()
+
 
 # For subprocess checks of plumbing, not of speed: XLA's cheapest CPU code generation halves the
 # compile time that dominates tiny programs (numbers equal to float rounding).
@@ -18,7 +26,6 @@ def run_module_env(extra=None):
     """Environment for subprocesses that run the project's modules."""
     env = dict(os.environ)
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    env.setdefault("MECHJAX_CACHE_DIR", os.path.join(REPO, ".pytest_cache", "jax"))
     env.update(extra or {})
     return env
 
