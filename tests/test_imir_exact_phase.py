@@ -11,7 +11,8 @@ def test_two_pass_grid_equals_one_uncapped_pass():
                                         burstiness=1))
     f_r = np.array([0.0, 0.1, 0.5, 0.9, 0.05])
     f_v = np.array([0.0, 0.0, 0.3, 0.9, 0.5])
-    # chunks of 1: the second pass's program is the first run's, so two programs compile
+    # chunks of 1 (compiled for 4 cells): the second pass's program is the first run's, so two
+    # programs compile
     kw = dict(rtol=1e-2, dt0=3.0, solver="heun", chunk=1, workers=2)
     one, _, _ = exact_phase.timed_cells(model, [0.1] * 4, f_r, f_v, 300.0, 4, **kw)
     steps = one["steps"]
