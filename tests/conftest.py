@@ -7,13 +7,13 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REFERENCE = os.path.join(os.path.dirname(REPO), "shared", "reference", "assign_add")
 
-# One persistent compilation cache for the suite (every worker and every subprocess): a program
-# that several tests build compiles once. Set before anything compiles, because JAX decides once
-# per process whether to use it.
-os.environ.setdefault("MECHJAX_CACHE_DIR", os.path.join(REPO, ".pytest_cache", "jax"))
+# The persistent compilation cache the experiments use (``MECHJAX_CACHE_DIR``, else
+# ~/.cache/mechjax/jax), on in every worker before anything compiles, because JAX decides once per
+# process whether to use it; subprocesses inherit it. A program several tests build compiles
+# once, and a second run of the suite on the same machine compiles little.
 from mechjax.workdir import enable_compilation_cache  # noqa: E402
 
-enable_compilation_cache()
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", enable_compilation_cache())
 
 
 # For subprocess checks of plumbing, not of speed: XLA's cheapest CPU code generation halves the
