@@ -39,29 +39,36 @@ class PlainLogits:
 
 
 def sample_token(key: Array, logits: Array, temperature: float = 1.0,
-                 top_k: int | None = None) -> Array:
+                 top_k: int | None = None, greedy: bool | Array = False) -> Array:
     """One token per row from ``softmax(logits / temperature)`` restricted to the ``top_k``
-    largest logits (all when None): ``logits [B, V]`` -> ``[B]`` int32."""
-    logits = logits.astype(jnp.float32) / temperature
+    largest logits (all when None), or the most likely one with ``greedy`` (traced, so greedy
+    and sampled decoding share one program): ``logits [B, V]`` -> ``[B]`` int32."""
+    logits = logits.astype(jnp.float32)
+    best = jnp.argmax(logits, axis=-1).astype(jnp.int32)
+    logits = logits / temperature
     if top_k is not None and top_k < logits.shape[-1]:
         kth = jax.lax.top_k(logits, top_k)[0][:, -1:]
         logits = jnp.where(logits >= kth, logits, -jnp.inf)
-    return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
+    drawn = jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
+    return jnp.where(greedy, best, drawn)
 
 
 @functools.partial(jax.jit, static_argnames=("logits_fn", "n_new", "top_k"))
 def generate(logits_fn: LogitsFn, args: Any, tokens: Array, lengths: Array, key: Array,
-             n_new: int, temperature: float = 1.0, top_k: int | None = None) -> Array:
-    """``tokens [B, T]`` with ``n_new`` sampled tokens written after each row's prompt
-    (``lengths [B]``); step t uses ``fold_in(key, t)``, so two ``logits_fn`` given the same key
-    draw with the same random numbers. ``T`` must hold every continuation."""
+             n_new: int, temperature: float = 1.0, top_k: int | None = None,
+             greedy: bool | Array = False) -> Array:
+    """``tokens [B, T]`` with ``n_new`` sampled (or, with ``greedy``, most likely) tokens
+    written after each row's prompt (``lengths [B]``); step t uses ``fold_in(key, t)``, so two
+    ``logits_fn`` given the same key draw with the same random numbers. ``T`` must hold every
+    continuation."""
     if n_new < 1:
         raise ValueError(f"n_new={n_new!r}: must be >= 1")
     rows = jnp.arange(tokens.shape[0])
 
     def step(toks, t):
         pos = lengths - 1 + t
-        new = sample_token(jax.random.fold_in(key, t), logits_fn(args, toks, pos), temperature, top_k)
+        new = sample_token(jax.random.fold_in(key, t), logits_fn(args, toks, pos), temperature,
+                           top_k, greedy)
         return toks.at[rows, pos + 1].set(new), new
 
     out, _ = jax.lax.scan(step, tokens, jnp.arange(n_new))

@@ -51,7 +51,15 @@ def test_summary_keys_and_per_model_consistency(finished):
             assert block[f"auc/{mode}"] == layers[f"auc/{mode}"][block["layer/selected"]]
         assert len(layers["auc/flip"]) == tiny.get_config().model.n_layers
         assert 0.0 <= block["knob_r2"] <= 1.0 + 1e-6
-        assert set(block["flip_generation/example"]) == {"clean", "pushed", "reflected"}
+        assert set(block["flip_generation/example"]) == {"greedy", "sampled"}
+        for decoding in ("greedy", "sampled"):
+            assert set(block["flip_generation/example"][decoding]) == {"clean", "pushed",
+                                                                       "reflected"}
+            # the first-slot rule scores at most one slot per prompt, the all-slots rule more
+            first = block[f"flip_generation/{decoding}/n_slots"]
+            every = block[f"flip_generation/{decoding}/all_slots/n_slots"]
+            for run_name, n in first.items():
+                assert n <= tiny.get_config().generation.n_prompts and n <= every[run_name]
     rho = np.asarray(saved["spearman/matrix"])
     np.testing.assert_allclose(np.diag(rho), 1.0)
     np.testing.assert_allclose(rho, rho.T)
@@ -80,7 +88,9 @@ def test_a_seed_saved_as_gpt2_folder_gives_the_same_analysis(finished, tmp_path)
     for key in ("auc/base", "auc/keep", "auc/remove", "auc/flip", "knob_r2"):
         assert theirs[key] == pytest.approx(ours[key], abs=1e-4), key
     assert theirs["layer/selected"] == ours["layer/selected"]
-    assert theirs["flip_generation/example"]["clean"] == ours["flip_generation/example"]["clean"]
+    for decoding in ("greedy", "sampled"):
+        assert (theirs["flip_generation/example"][decoding]["clean"]
+                == ours["flip_generation/example"][decoding]["clean"])
     assert again["n_seeds"] == 0 and again["auc/base"] is None
 
 

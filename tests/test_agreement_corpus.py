@@ -57,6 +57,15 @@ def test_rows_weights_and_the_task(split):
     assert arrays.labels[0, len(ids)] == eot  # the closing token is predicted ...
     np.testing.assert_array_equal(arrays.weights[0], [1] * (len(ids) + 1)
                                   + [0] * (8 - len(ids) - 1))  # ... padding is not
+    # without BOS the sentence starts the row; its first word is read, not predicted
+    bare = corpus.encode_corpus(["We waited today."], tok, n_ctx=8, bos=[False])
+    assert list(bare.tokens[0, :len(ids)]) == ids and bare.labels[0, len(ids) - 1] == eot
+    np.testing.assert_array_equal(bare.weights[0], [1] * len(ids) + [0] * (8 - len(ids)))
+    flags = corpus.bos_flags(4000, 0.5, seed=3)
+    assert 0.45 < flags.mean() < 0.55 and (corpus.bos_flags(4000, 0.5, seed=3) == flags).all()
+    assert corpus.bos_flags(10, 1.0, 0).all() and not corpus.bos_flags(10, 0.0, 0).any()
+    with pytest.raises(ValueError, match="bos_fraction=1.5"):
+        corpus.bos_flags(10, 1.5, 0)
     with pytest.raises(ValueError, match="needs n_ctx >= "):
         corpus.encode_corpus(["We waited today."], tok, n_ctx=3)
     with pytest.raises(ValueError, match="unknown"):

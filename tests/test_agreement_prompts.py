@@ -44,7 +44,7 @@ _PATTERNS = {
     "base": "{}",
     "front_pad": r"(?:{}) {{}}".format("|".join(map(re.escape, ag.FRONT_PADS))),
     "back_pad": r"{{}}(?:{})".format("|".join(map(re.escape, ag.BACK_PADS))),
-    "there": "Over there, {}",
+    "there": "There {}",
     "relative": r"{{}} (?:{})".format("|".join(ag.RELATIVE_CLAUSES)),
 }
 
@@ -67,7 +67,11 @@ def test_render_exact_cases():
     assert ag.render("keys", "cabinet", "to the", "base", "present", rng) == \
         "The keys to the cabinet"
     assert ag.render("man", "desks", "next to the", "there", "past", rng) == \
-        "In the past, over there, the man next to the desks"
+        "In the past, there the man next to the desks"
+    assert ag.render("man", "desks", "next to the", "there", "present", rng, "over_there") == \
+        "Over there, the man next to the desks"
+    with pytest.raises(ValueError, match="there='here': allowed"):
+        ag.render("key", "box", "of the", "there", "present", rng, "here")
     text = ag.render("mice", "box", "of the", "front_pad", "past", rng)
     assert text.startswith("In the past, ") and text.endswith(", the mice of the box")
     with pytest.raises(ValueError, match="template='question': allowed"):

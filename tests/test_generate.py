@@ -34,6 +34,30 @@ def test_top_k_one_is_greedy_and_writes_after_each_prompt(model):
         assert list(out[row, :ln + 3]) == seq
 
 
+def test_greedy_flag_equals_top_k_one_in_the_same_program(model):
+    cfg, params = model
+    tokens = jnp.asarray(np.random.default_rng(3).integers(0, 12, (4, 10)), jnp.int32)
+    lengths = jnp.array([2, 3, 4, 5])
+    key = jax.random.PRNGKey(5)
+    run = lambda greedy, k: np.asarray(gen.generate(  # noqa: E731
+        gen.PlainLogits(cfg), params, tokens, lengths, key, 4, 1.0, k, jnp.asarray(greedy)))
+    np.testing.assert_array_equal(run(True, 8), run(False, 1))
+    assert not np.array_equal(run(True, None), run(False, None))  # sampling differs from argmax
+
+
+def test_copula_margin_is_the_log_odds_of_the_two_numbers():
+    logits = jnp.asarray(np.random.default_rng(4).normal(size=(5, 12)) * 3)
+    p = np.asarray(jax.nn.softmax(logits))
+    singular, plural = p[:, VERBS[0]] + p[:, VERBS[2]], p[:, VERBS[1]] + p[:, VERBS[3]]
+    np.testing.assert_allclose(ac.copula_margin(logits, jnp.asarray(VERBS)),
+                               np.log(plural / singular), rtol=1e-5)
+    # one tense's pair dominating: the copula margin follows that pair, the summed one does not
+    tilted = logits.at[:, VERBS[2]].set(-30.0).at[:, VERBS[3]].set(-30.0)
+    l = np.asarray(tilted)
+    np.testing.assert_allclose(ac.copula_margin(tilted, jnp.asarray(VERBS)),
+                               l[:, VERBS[1]] - l[:, VERBS[0]], atol=1e-5)
+
+
 def test_sample_token_respects_top_k():
     logits = jnp.tile(jnp.arange(10.0), (2000, 1))
     draws = np.asarray(gen.sample_token(jax.random.PRNGKey(1), logits, 1.0, 3))
@@ -48,11 +72,12 @@ def test_push_margin_reaches_the_opposite_sign_with_magnitude_target(model):
     # a direction the margin responds to (as the core is): the mean margin gradient per layer
     _, grad, _ = ac.read_layers(params, ac.Prompts(tokens, pos, None), cfg, ids)
     q = grad.mean(1) / jnp.linalg.norm(grad.mean(1), axis=-1, keepdims=True)
-    for layer in (0, 1):
-        fn = ag_gen.PushMargin(cfg, VERBS, target=1.0, newton_steps=6)
+    for layer, kind in ((0, "summed"), (1, "summed"), (0, "copula"), (1, "copula")):
+        fn = ag_gen.PushMargin(cfg, VERBS, target=1.0, newton_steps=6, margin=kind)
+        measure = ac.MARGINS[kind]
         args = (params, q, jnp.asarray(layer))
-        m0 = ac.margin(gen.PlainLogits(cfg)(params, tokens, pos), ids)
-        m1 = ac.margin(fn(args, tokens, pos), ids)
+        m0 = measure(gen.PlainLogits(cfg)(params, tokens, pos), ids)
+        m1 = measure(fn(args, tokens, pos), ids)
         np.testing.assert_allclose(m1, -np.sign(m0), atol=1e-3)
         # only the current position moves: the same push by hand gives the same logits
         alpha, _ = fn.alpha(args, tokens, pos)
@@ -73,3 +98,11 @@ def test_slots_and_judge_on_hand_written_texts():
     judged = ag_gen.judge(["The keys are here.", "The key are here.", "We waited."])
     assert judged == {"n_slots": 2, "agree": 0.5, "disagree": 0.5}
     assert ag_gen.judge(["We waited."])["agree"] is None
+    # the first-slot rule scores only the verb the prompt asks for
+    texts = ["The keys were here. The man are", "The key is old. The mice is", "We waited."]
+    assert ag_gen.judge(texts, "first") == {"n_slots": 2, "agree": 1.0, "disagree": 0.0}
+    assert ag_gen.judge(texts, "all")["n_slots"] == 4
+    with pytest.raises(ValueError, match="rule='last'"):
+        ag_gen.judge(texts, "last")
+    with pytest.raises(ValueError, match="margin='both'"):
+        ag_gen.PushMargin(None, VERBS, margin="both")

@@ -38,7 +38,14 @@ from experiments.ace_agreement import stages
 from experiments.ace_agreement.schema import SCHEMA
 
 SUMMARY_KEYS = ("auc/base", "auc/keep", "auc/remove", "auc/flip", "layer/selected", "knob_r2",
-                "spearman/mean_offdiag", "flip_generation/fraction_flipped")
+                "spearman/mean_offdiag", "flip_generation/greedy/fraction_flipped",
+                "flip_generation/sampled/fraction_flipped")
+# also given seed statistics (not in the printed table)
+MORE_SEED_KEYS = tuple(f"flip_generation/{d}{rule}/{k}" for d in stages.DECODINGS
+                       for rule in ("", "/all_slots")
+                       for k in ("fraction_flipped", "fraction_flipped_reflected",
+                                 "clean_agreement")
+                       if f"flip_generation/{d}{rule}/{k}" not in SUMMARY_KEYS)
 
 
 def gpt2_paths(config) -> list[str]:
@@ -62,16 +69,17 @@ def build(config):
     if m.d_model % m.n_heads:
         raise ConfigError(f"model.n_heads={m.n_heads} does not divide model.d_model={m.d_model}")
     split = ag.split_combinations(p.split_seed)
-    prompts = ag.make_prompts(p.seed, p.n_train, p.n_test, heldout=split)
+    prompts = ag.make_prompts(p.seed, p.n_train, p.n_test, heldout=split, there=p.there)
     families, trainer, hparams = [], None, {}
     if seeds:
         tokenizer = corpus.build_tokenizer()
         cfg = gpt2_model_config(n_layers=m.n_layers, d_model=m.d_model, n_heads=m.n_heads,
                                 d_vocab=tokenizer.vocab_size, n_ctx=m.n_ctx)
         try:
-            inputs = stages.family_inputs(prompts, tokenizer, m.n_ctx, g.n_new)
+            inputs = stages.family_inputs(prompts, tokenizer, m.n_ctx, g.n_new, p.bos)
             task = corpus.make_task(tokenizer, split.train, split.test, c.n_sentences, c.n_eval,
-                                    c.filler_fraction, c.batch_size, m.n_ctx, c.seed)
+                                    c.filler_fraction, c.batch_size, m.n_ctx, c.seed,
+                                    c.bos_fraction, p.there)
         except ValueError as err:  # a prompt or sentence longer than n_ctx
             raise ConfigError(f"model.n_ctx={m.n_ctx}: {err}") from err
         trainer = make_train(task, cfg, experiment.train_config(config.train))
@@ -81,7 +89,7 @@ def build(config):
         cfg, params = load_gpt2(path)
         tokenizer = load_tokenizer(path)
         try:
-            inputs = stages.family_inputs(prompts, tokenizer, cfg.n_ctx, g.n_new)
+            inputs = stages.family_inputs(prompts, tokenizer, cfg.n_ctx, g.n_new, p.bos)
         except CheckpointError:
             raise
         except ValueError as err:  # a prompt longer than the checkpoint's n_ctx
@@ -153,8 +161,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         for i, name in enumerate(family.names):
             models[name] = stages.per_model(result, i, gen_out[i], row_mean(j))
             j += 1
-    for key in SUMMARY_KEYS + ("flip_generation/fraction_flipped_reflected",
-                               "flip_generation/clean_agreement"):
+    for key in SUMMARY_KEYS + MORE_SEED_KEYS:
         summary[key] = seed_stats([models[n][key] for n in families[0].names]) if n_own else None
     summary.update({
         "spearman/offdiag_seeds": offdiag_mean(rho[:n_own, :n_own]) if n_own > 1 else None,
@@ -178,7 +185,9 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         {"base": res0.margin[0], "removed": res0.margins["remove"][0, sel],
          "flipped": res0.margins["flip"][0, sel]}, np.asarray(lead.test.labels),
         title=f"{lead.names[0]}, layer {sel}"), os.path.join(fig_dir, "margin_boxplots.png"))
-    save_figure(plots.generation_text(models[lead.names[0]]["flip_generation/example"],
+    examples = models[lead.names[0]]["flip_generation/example"]
+    save_figure(plots.generation_text({f"{d} {k}": text for d, by_run in examples.items()
+                                       for k, text in by_run.items()},
                                       title=f"{lead.names[0]}: one continuation"),
                 os.path.join(fig_dir, "generation_example.png"))
     if n_own > 1:

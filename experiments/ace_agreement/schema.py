@@ -18,6 +18,11 @@ SCHEMA = Schema(
         split_seed=integer("which triples are held out of the corpus", min=0),
         n_train=integer("prompts whose activations define the cores and their centre"),
         n_test=integer("prompts (held-out triples) every number is measured on"),
+        bos=boolean("put <|endoftext|> before every prompt (the ACE authors read GPT-2 without "
+                    "a BOS token; the self-trained models see both forms)", default=False),
+        there=choice(("spec", "over_there"), "wording of the 'there' template: SPEC 2.7's "
+                     "'There the H C A', or 'Over there, the H C A' (earlier runs)",
+                     default="spec"),
     ),
     corpus=Section(
         "the synthetic training corpus (tasks.agreement_corpus)",
@@ -26,6 +31,8 @@ SCHEMA = Schema(
         filler_fraction=fraction("share of sentences with no agreement slot", zero_ok=True),
         n_eval=integer("rows of each evaluation pool (train rows, held-out sentences)"),
         batch_size=integer("rows per step (<= n_sentences)"),
+        bos_fraction=fraction("share of rows that start with <|endoftext|> (the rest start with "
+                              "the sentence)", zero_ok=True, default=0.5),
     ),
     model=Section(
         "the self-trained GPT-2 (loaders.gpt2_model_config)",
@@ -44,12 +51,15 @@ SCHEMA = Schema(
         time_both=boolean("time the vmapped program and the per-seed loop (both run)"),
     ),
     generation=Section(
-        "number flipping during free generation from test prompts",
+        "number flipping during free generation from test prompts, greedy and sampled",
         n_prompts=integer("test prompts continued (<= prompts.n_test)"),
         n_new=integer("tokens generated after each prompt"),
         temperature=number("sampling temperature", gt=0.0),
         top_k=integer("sample among the k most likely tokens"),
         target_margin=number("each step's margin is moved to -sign(m) * this", gt=0.0),
+        margin=choice(("copula", "summed"), "the margin the push sets: logsumexp(are, were) - "
+                      "logsumexp(is, was) (the ACE authors'), or SPEC 2.7's summed m",
+                      default="copula"),
         newton_steps=integer("Newton iterations that find each step's strength"),
         seed=integer("sampling seed (the same draws for clean and steered runs)", min=0),
     ),

@@ -39,14 +39,14 @@ class Family:
 # ------------------------------------------------------------------------------------------------
 
 
-def family_inputs(prompts: ag.AgreementPrompts, tokenizer: Tokenizer, n_ctx: int, n_new: int
-                  ) -> dict[str, Any]:
-    """Tokenized prompts (each after ``<|endoftext|>`` when the tokenizer has it) and the verb
-    ids; a verb that is not one token, or a prompt (plus the generated tokens) longer than
-    ``n_ctx``, raises naming it."""
+def family_inputs(prompts: ag.AgreementPrompts, tokenizer: Tokenizer, n_ctx: int, n_new: int,
+                  bos: bool = False) -> dict[str, Any]:
+    """Tokenized prompts (with ``bos``, each after ``<|endoftext|>`` when the tokenizer has it)
+    and the verb ids; a verb that is not one token, or a prompt (plus the generated tokens)
+    longer than ``n_ctx``, raises naming it."""
     verbs = ag.verb_token_ids(tokenizer)
     eot = tokenizer.token_to_id(END_OF_TEXT)
-    prefix = [eot] if eot is not None else []
+    prefix = [eot] if bos and eot is not None else []
     train = ag.tokenize(prompts.train, tokenizer, n_ctx, prefix_ids=prefix)
     test = ag.tokenize(prompts.test, tokenizer, n_ctx, prefix_ids=prefix)
     gen.check_room(test.lengths, n_new, n_ctx)
@@ -83,11 +83,16 @@ def analyse(family: Family, vectorize: str, time_both: bool) -> tuple[ac.ModelRe
     return jax.tree.map(np.asarray, out), timing
 
 
+DECODINGS = {"greedy": True, "sampled": False}  # name -> greedy flag of ``generate``
+
+
 def generations(family: Family, result: ac.ModelResult, prompts: list[ag.Prompt], g
                 ) -> list[dict[str, Any]]:
-    """Per model: continuations of the first ``g.n_prompts`` test prompts, clean, with the
-    margin pushed to the other sign (``PushMargin``) and with the core reflected, judged on the
-    grammar's verbs. The three runs draw the same random numbers."""
+    """Per model and decoding (greedy; sampled at ``g.temperature`` among ``g.top_k``):
+    continuations of the first ``g.n_prompts`` test prompts, clean, with the margin pushed to
+    the other sign (``PushMargin``) and with the core reflected, judged on the grammar's verbs
+    by both rules (each prompt's first slot; every slot). Sampled runs draw the same random
+    numbers."""
     n, lengths = g.n_prompts, family.test_lengths[:g.n_prompts]
     width = int(lengths.max()) + g.n_new
     tokens = jnp.asarray(np.asarray(family.test.tokens)[:n, :width] if
@@ -96,7 +101,8 @@ def generations(family: Family, result: ac.ModelResult, prompts: list[ag.Prompt]
                                 ((0, 0), (0, width - family.test.tokens.shape[1]))))
     verbs = tuple(int(v) for v in family.verb_ids)
     fns = {"clean": gen.PlainLogits(family.cfg),
-           "pushed": ag_gen.PushMargin(family.cfg, verbs, g.target_margin, g.newton_steps),
+           "pushed": ag_gen.PushMargin(family.cfg, verbs, g.target_margin, g.newton_steps,
+                                       g.margin),
            "reflected": ag_gen.ReflectCore(family.cfg)}
     key = jax.random.PRNGKey(g.seed)
     out = []
@@ -105,15 +111,35 @@ def generations(family: Family, result: ac.ModelResult, prompts: list[ag.Prompt]
         q, mu = jnp.asarray(result.direction[i]), jnp.asarray(result.mean[i])
         layer = jnp.asarray(result.selected[i])
         args = {"clean": params, "pushed": (params, q, layer), "reflected": (params, q, mu, layer)}
-        texts = {}
-        for name, fn in fns.items():
-            toks = np.asarray(gen.generate(fn, args[name], tokens, jnp.asarray(lengths), key,
-                                           g.n_new, g.temperature, g.top_k))
-            texts[name] = [p.text + family.tokenizer.decode(row[ln:ln + g.n_new])
-                           for p, row, ln in zip(prompts, toks, lengths)]
-        judged = {name: ag_gen.judge(t) for name, t in texts.items()}
-        out.append({"judged": judged, "example": {k: v[0] for k, v in texts.items()}})
+        judged, example = {}, {}
+        for decoding, greedy in DECODINGS.items():
+            texts = {}
+            for name, fn in fns.items():
+                toks = np.asarray(gen.generate(fn, args[name], tokens, jnp.asarray(lengths), key,
+                                               g.n_new, g.temperature, g.top_k,
+                                               jnp.asarray(greedy)))
+                texts[name] = [p.text + family.tokenizer.decode(row[ln:ln + g.n_new])
+                               for p, row, ln in zip(prompts, toks, lengths)]
+            judged[decoding] = {rule: {name: ag_gen.judge(t, rule) for name, t in texts.items()}
+                                for rule in ag_gen.JUDGE_RULES}
+            example[decoding] = {k: v[0] for k, v in texts.items()}
+        out.append({"judged": judged, "example": example})
     return out
+
+
+def generation_block(judged: dict) -> dict[str, Any]:
+    """Summary keys of one model's judged generations: ``flip_generation/<decoding>/...`` by the
+    first-slot rule, and the same under ``.../all_slots/...``."""
+    block = {}
+    for decoding, by_rule in judged.items():
+        for rule, prefix in (("first", f"flip_generation/{decoding}"),
+                             ("all", f"flip_generation/{decoding}/all_slots")):
+            j = by_rule[rule]
+            block.update({f"{prefix}/fraction_flipped": j["pushed"]["disagree"],
+                          f"{prefix}/fraction_flipped_reflected": j["reflected"]["disagree"],
+                          f"{prefix}/clean_agreement": j["clean"]["agree"],
+                          f"{prefix}/n_slots": {k: v["n_slots"] for k, v in j.items()}})
+    return block
 
 
 # ------------------------------------------------------------------------------------------------
@@ -130,10 +156,7 @@ def per_model(result: ac.ModelResult, i: int, gen_out: dict, spearman_row: float
         "layer/selected": sel,
         "knob_r2": float(result.knob_r2[i, sel]),
         "spearman/mean_offdiag": spearman_row,
-        "flip_generation/fraction_flipped": judged["pushed"]["disagree"],
-        "flip_generation/fraction_flipped_reflected": judged["reflected"]["disagree"],
-        "flip_generation/clean_agreement": judged["clean"]["agree"],
-        "flip_generation/n_slots": {k: v["n_slots"] for k, v in judged.items()},
+        **generation_block(judged),
         "flip_generation/example": gen_out["example"],
         "per_layer": {**{f"auc/{m}": result.auc[m][i].tolist() for m in ac.MODES},
                       "knob_r2": result.knob_r2[i].tolist(),

@@ -68,6 +68,20 @@ def margin(logits: Array, verb_ids: Array) -> Array:
     return v[..., 1] + v[..., 3] - v[..., 0] - v[..., 2]
 
 
+def copula_margin(logits: Array, verb_ids: Array) -> Array:
+    """``logsumexp(are, were) - logsumexp(is, was)``: the log-odds of a plural copula against a
+    singular one, ``logits [..., V]`` -> ``[...]``. Unlike ``margin`` the tense the context
+    excludes carries (almost) no weight, so a push on it moves the verbs the sentence can take."""
+    v = logits[..., verb_ids]
+    plural = jax.nn.logsumexp(jnp.stack([v[..., 1], v[..., 3]]), axis=0)
+    singular = jax.nn.logsumexp(jnp.stack([v[..., 0], v[..., 2]]), axis=0)
+    return plural - singular
+
+
+# the margins a steering target can be measured in (generation's ``PushMargin``)
+MARGINS = {"copula": copula_margin, "summed": margin}
+
+
 def last_logits(params: Params, prompts: Prompts, cfg: ModelConfig, hooks=None) -> Array:
     """Logits at each row's last prompt position, ``[B, V]``."""
     logits, _ = run_with_hooks(params, prompts.tokens, cfg, hooks or {})
@@ -177,6 +191,6 @@ def spearman_matrix(z: np.ndarray) -> np.ndarray:
     return np.corrcoef(scipy.stats.rankdata(np.asarray(z, float), method="average", axis=1))
 
 
-__all__ = ["MODES", "ModelResult", "Prompts", "analyse_model", "intervened_margins",
-           "last_logits", "margin", "r_squared", "rank1_cores", "read_layers", "resid_names",
-           "selected_coords", "spearman_matrix"]
+__all__ = ["MARGINS", "MODES", "ModelResult", "Prompts", "analyse_model", "copula_margin",
+           "intervened_margins", "last_logits", "margin", "r_squared", "rank1_cores",
+           "read_layers", "resid_names", "selected_coords", "spearman_matrix"]

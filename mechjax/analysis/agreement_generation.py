@@ -3,7 +3,10 @@
 Steering (``PushMargin``): at every generation step, at the current last position only, the layer
 output moves along the core direction, ``h <- h + alpha q``, with ``alpha`` chosen for that step
 and row so that the number margin there becomes ``-sign(m) * target`` (``target`` = 1: "pushed to
-the opposite sign with magnitude 1"). The margin is a nonlinear function of ``alpha`` (LayerNorm,
+the opposite sign with magnitude 1"). The margin pushed is the copula margin
+``logsumexp(are, were) - logsumexp(is, was)`` by default (the ACE authors' steering target), or
+SPEC 2.7's summed margin (``margin="summed"``), under which the pair of the tense the context
+excludes absorbs part of the push. The margin is a nonlinear function of ``alpha`` (LayerNorm,
 later layers), so ``alpha`` is found by a few Newton steps on ``m(alpha) - goal`` (forward-mode
 derivative), starting from 0. ``ReflectCore`` is the validated flip (``x - 2 x q q^T``, centred) at
 the current position, for comparison.
@@ -11,7 +14,8 @@ the current position, for comparison.
 Judging (``judge``): the text after each prompt is split into sentences; a word is/are/was/were is
 an agreement slot; its expected number is the number of the sentence's head noun (the first of
 the grammar's head nouns in it; attractors are a different word list). A slot in a sentence with
-no head noun is not counted.
+no head noun is not counted. ``rule="first"`` scores only each text's first slot (the verb the
+prompt asks for: the prompt ends right before it), ``rule="all"`` every slot of the text.
 
 Shape legend: B prompts, T buffer positions, D d_model, V vocabulary.
 """
@@ -24,7 +28,7 @@ from typing import Any, Sequence
 import jax
 import jax.numpy as jnp
 
-from mechjax.analysis.agreement_cores import margin, resid_names
+from mechjax.analysis.agreement_cores import MARGINS, resid_names
 from mechjax.analysis.ace.validate import centred_hook
 from mechjax.config import ModelConfig
 from mechjax.hooks import run_with_hooks
@@ -49,6 +53,11 @@ class PushMargin:
     verb_ids: tuple[int, int, int, int]  # is, are, was, were
     target: float = 1.0
     newton_steps: int = 4
+    margin: str = "copula"  # a key of agreement_cores.MARGINS
+
+    def __post_init__(self):
+        if self.margin not in MARGINS:
+            raise ValueError(f"margin={self.margin!r}: allowed {tuple(MARGINS)}")
 
     def pushed(self, args, tokens: Array, pos: Array, alpha: Array) -> Array:
         """Logits ``[B, V]`` at ``pos`` with ``alpha [B] * q`` added at the layer."""
@@ -65,7 +74,8 @@ class PushMargin:
     def alpha(self, args, tokens: Array, pos: Array) -> tuple[Array, Array]:
         """``(alpha [B], goal [B])``: the strength that moves each row's margin to ``goal``."""
         ids = jnp.asarray(self.verb_ids)
-        m_of = lambda a: margin(self.pushed(args, tokens, pos, a), ids)  # noqa: E731
+        measure = MARGINS[self.margin]
+        m_of = lambda a: measure(self.pushed(args, tokens, pos, a), ids)  # noqa: E731
         zero = jnp.zeros(tokens.shape[0], jnp.float32)
         m0 = m_of(zero)
         goal = -jnp.where(m0 >= 0, 1.0, -1.0) * self.target
@@ -116,13 +126,19 @@ def slots(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def judge(texts: Sequence[str]) -> dict[str, Any]:
-    """Counts over the slots of ``texts``: ``n_slots``, ``agree`` (fraction whose verb agrees with
-    the head noun), ``disagree`` (1 - agree; ``None`` without slots)."""
-    pairs = [p for t in texts for p in slots(t)]
+JUDGE_RULES = ("first", "all")
+
+
+def judge(texts: Sequence[str], rule: str = "all") -> dict[str, Any]:
+    """Counts over the slots of ``texts`` (``rule``: each text's first slot, or all of them):
+    ``n_slots``, ``agree`` (fraction whose verb agrees with the head noun), ``disagree``
+    (1 - agree; ``None`` without slots)."""
+    if rule not in JUDGE_RULES:
+        raise ValueError(f"rule={rule!r}: allowed {JUDGE_RULES}")
+    pairs = [p for t in texts for p in (slots(t)[:1] if rule == "first" else slots(t))]
     agree = sum(e == v for e, v in pairs) / len(pairs) if pairs else None
     return {"n_slots": len(pairs), "agree": agree,
             "disagree": None if agree is None else 1.0 - agree}
 
 
-__all__ = ["HEAD_NUMBER", "PushMargin", "ReflectCore", "VERB_NUMBER", "judge", "slots"]
+__all__ = ["HEAD_NUMBER", "JUDGE_RULES", "PushMargin", "ReflectCore", "VERB_NUMBER", "judge", "slots"]

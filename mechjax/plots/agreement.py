@@ -98,7 +98,7 @@ def generation_text(texts: Mapping[str, str], title: str = "", width: int = 70, 
     lines = []
     for name, text in texts.items():
         wrapped = textwrap.wrap(text.replace("<|endoftext|>", " | "), width) or [""]
-        lines.append(f"{name:>10s}: " + ("\n" + " " * 12).join(wrapped))
+        lines.append(f"{name:>17s}: " + ("\n" + " " * 19).join(wrapped))
     ax.text(0.0, 1.0, "\n".join(lines), family="monospace", fontsize=8, va="top",
             transform=ax.transAxes)
     ax.set_axis_off()

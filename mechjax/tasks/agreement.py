@@ -9,9 +9,10 @@ them only):
   front_pad   a leading clause: ``As everyone expected, the key to the cabinet``
   back_pad    words after the attractor that carry no number: ``The key to the cabinet, of
               course,`` / ``The key to the cabinet apparently``
-  there       a fronted locative: ``Over there, the key to the cabinet`` (a bare ``There`` before
-              a noun phrase is not grammatical; existential ``There is ...`` would put the verb
-              before the subject)
+  there       SPEC 2.7's ``There H C A`` with the base template's article:
+              ``There the key to the cabinet`` (``there="spec"``, the default); or the fronted
+              locative ``Over there, the key to the cabinet`` (``there="over_there"``, the wording
+              of earlier runs: a bare ``There`` before a noun phrase reads as ungrammatical)
   relative    a relative clause whose verb shows no number (past tense, pronoun subject):
               ``The key to the cabinet that we found``
 
@@ -40,6 +41,7 @@ ATTRACTORS = {"cabinet": "cabinets", "drawer": "drawers", "door": "doors", "fold
               "desk": "desks"}
 CONNECTORS = ("to the", "of the", "near the", "behind the", "next to the", "alongside the")
 TEMPLATES = ("base", "front_pad", "back_pad", "there", "relative")
+THERE_WORDINGS = {"spec": "There {phrase}", "over_there": "Over there, {phrase}"}
 TENSES = ("present", "past")
 PAST_PREFIX = "In the past,"
 FRONT_PADS = ("As everyone expected,", "According to the report,", "As we noted before,",
@@ -110,8 +112,11 @@ def split_combinations(seed: int = 0, test_fraction: float = 0.5) -> Combination
 
 
 def render(noun: str, attractor: str, connector: str, template: str, tense: str,
-           rng: random.Random) -> str:
-    """The text of one prompt (``noun``/``attractor`` inflected); ``rng`` picks the padding."""
+           rng: random.Random, there: str = "spec") -> str:
+    """The text of one prompt (``noun``/``attractor`` inflected); ``rng`` picks the padding;
+    ``there`` a key of ``THERE_WORDINGS``."""
+    if there not in THERE_WORDINGS:
+        raise ValueError(f"there={there!r}: allowed {tuple(THERE_WORDINGS)}")
     phrase = f"the {noun} {connector} {attractor}"
     if template == "base":
         text = phrase
@@ -120,7 +125,7 @@ def render(noun: str, attractor: str, connector: str, template: str, tense: str,
     elif template == "back_pad":
         text = phrase + rng.choice(BACK_PADS)
     elif template == "there":
-        text = f"Over there, {phrase}"
+        text = THERE_WORDINGS[there].format(phrase=phrase)
     elif template == "relative":
         text = f"{phrase} {rng.choice(RELATIVE_CLAUSES)}"
     else:
@@ -133,7 +138,7 @@ def render(noun: str, attractor: str, connector: str, template: str, tense: str,
 
 
 def generate(n: int, rng: random.Random, combinations: Sequence[Combination],
-             exclude: set[str] = frozenset()) -> list[Prompt]:
+             exclude: set[str] = frozenset(), there: str = "spec") -> list[Prompt]:
     """``n`` distinct prompts, labels alternating (exactly half plural when ``n`` is even), every
     other choice uniform; texts in ``exclude`` are redrawn."""
     prompts, seen = [], set(exclude)
@@ -146,7 +151,7 @@ def generate(n: int, rng: random.Random, combinations: Sequence[Combination],
         noun_form = NOUNS[noun] if label else noun
         attractor_form = attractor if label else ATTRACTORS[attractor]
         template, tense = rng.choice(TEMPLATES), rng.choice(TENSES)
-        text = render(noun_form, attractor_form, connector, template, tense, rng)
+        text = render(noun_form, attractor_form, connector, template, tense, rng, there)
         if text in seen:
             continue
         seen.add(text)
@@ -160,7 +165,8 @@ def generate(n: int, rng: random.Random, combinations: Sequence[Combination],
 
 
 def make_prompts(seed: int = 0, n_train: int = 600, n_test: int = 600,
-                 heldout: CombinationSplit | None = None) -> AgreementPrompts:
+                 heldout: CombinationSplit | None = None, there: str = "spec"
+                 ) -> AgreementPrompts:
     """SPEC 2.7's prompts: ``n_train`` + ``n_test`` distinct texts (no text in both halves).
 
     With ``heldout`` the training prompts use only ``heldout.train`` triples and the test prompts
@@ -169,8 +175,8 @@ def make_prompts(seed: int = 0, n_train: int = 600, n_test: int = 600,
     rng = random.Random(seed)
     train_combos = heldout.train if heldout is not None else all_combinations()
     test_combos = heldout.test if heldout is not None else all_combinations()
-    train = generate(n_train, rng, train_combos)
-    test = generate(n_test, rng, test_combos, exclude={p.text for p in train})
+    train = generate(n_train, rng, train_combos, there=there)
+    test = generate(n_test, rng, test_combos, exclude={p.text for p in train}, there=there)
     return AgreementPrompts(train=tuple(train), test=tuple(test))
 
 

@@ -12,8 +12,11 @@ Sentences are of two kinds:
 
 Only the ``combinations`` given (``split_combinations(...).train``) appear in agreement sentences,
 so test prompts on the held-out triples measure generalization. A row of the corpus is
-``<|endoftext|> sentence <|endoftext|>`` right-padded with ``<|endoftext|>``; the model reads
-``row[:-1]`` and predicts ``row[1:]`` at every position, padding weighted 0. The rows are a fixed
+``<|endoftext|> sentence <|endoftext|>`` right-padded with ``<|endoftext|>``, or, for a share
+``1 - bos_fraction`` of the rows, the same without the leading ``<|endoftext|>``, so prompts with
+and without a BOS token are both inputs the model has seen (GPT-2 checkpoints are read without
+one, as the ACE authors do); the model reads ``row[:-1]`` and predicts ``row[1:]`` at every
+position, padding weighted 0. The rows are a fixed
 token array sampled by key inside the compiled step (``fixed_dataset_sampler``).
 """
 from __future__ import annotations
@@ -39,12 +42,12 @@ FILLER_TAILS = ("in the park", "for a while", "at home", "by the river", "after 
 
 
 def agreement_sentence(combination: ag.Combination, plural: bool, attractor_plural: bool,
-                       template: str, tense: str, rng: random.Random) -> str:
+                       template: str, tense: str, rng: random.Random, there: str = "spec") -> str:
     """One grammatical sentence: subject (``agreement.render``), agreeing verb, continuation."""
     noun, attractor, connector = combination
     subject = ag.render(ag.NOUNS[noun] if plural else noun,
                         ag.ATTRACTORS[attractor] if attractor_plural else attractor,
-                        connector, template, tense, rng)
+                        connector, template, tense, rng, there)
     return f"{subject} {ag.VERBS[(tense, int(plural))]} {rng.choice(CONTINUATIONS)}."
 
 
@@ -54,7 +57,7 @@ def filler_sentence(rng: random.Random) -> str:
 
 
 def corpus_texts(n: int, combinations: Sequence[ag.Combination], filler_fraction: float,
-                 seed: int) -> list[str]:
+                 seed: int, there: str = "spec") -> list[str]:
     """``n`` sentences (with repeats): a ``filler_fraction`` share of fillers, the rest agreement
     sentences with every choice uniform over ``combinations``, both numbers and templates."""
     if not 0.0 <= filler_fraction < 1.0:
@@ -67,7 +70,7 @@ def corpus_texts(n: int, combinations: Sequence[ag.Combination], filler_fraction
         else:
             out.append(agreement_sentence(rng.choice(combinations), rng.random() < 0.5,
                                           rng.random() < 0.5, rng.choice(ag.TEMPLATES),
-                                          rng.choice(ag.TENSES), rng))
+                                          rng.choice(ag.TENSES), rng, there))
     return out
 
 
@@ -79,8 +82,10 @@ def vocabulary_texts() -> list[str]:
     texts = []
     for template in ag.TEMPLATES:
         for tense in ag.TENSES:
-            for _ in range(40):  # enough draws to see every pad of the template
-                texts.append(ag.render("key", "cabinet", "to the", template, tense, rng))
+            for there in ag.THERE_WORDINGS:
+                for _ in range(40):  # enough draws to see every pad of the template
+                    texts.append(ag.render("key", "cabinet", "to the", template, tense, rng,
+                                           there))
     words = [*ag.NOUNS.items(), *ag.ATTRACTORS.items()]
     texts.append(" ".join(f"the {s} {p}" for s, p in words))
     texts.append(" ".join(ag.CONNECTORS) + " " + " ".join(ag.VERBS.values()))
@@ -102,33 +107,48 @@ class CorpusArrays:
     weights: np.ndarray  # [n, n_ctx] float32, 1 up to and including the closing <|endoftext|>
 
 
-def encode_corpus(texts: Sequence[str], tokenizer: Tokenizer, n_ctx: int) -> CorpusArrays:
-    """Rows ``<|endoftext|> ids <|endoftext|>`` padded to ``n_ctx + 1``; a sentence that does not
+def encode_corpus(texts: Sequence[str], tokenizer: Tokenizer, n_ctx: int,
+                  bos: Sequence[bool] | None = None) -> CorpusArrays:
+    """Rows ``<|endoftext|> ids <|endoftext|>`` padded to ``n_ctx + 1`` (``ids <|endoftext|>``
+    where ``bos[i]`` is False; all with BOS when ``bos`` is None); a sentence that does not
     fit, or a word the tokenizer does not know, raises naming it."""
     eot, unk = tokenizer.token_to_id(END_OF_TEXT), tokenizer.token_to_id(UNKNOWN)
     rows = np.full((len(texts), n_ctx + 1), eot, np.int32)
     weights = np.zeros((len(texts), n_ctx), np.float32)
+    starts = np.ones(len(texts), np.int32) if bos is None else np.asarray(bos, np.int32)
     for i, (text, ids) in enumerate(zip(texts, tokenizer.encode_batch(texts))):
         if unk is not None and unk in ids:
             raise ValueError(f"sentence {text!r} has words unknown to {tokenizer.name!r}")
         if len(ids) + 2 > n_ctx + 1:
             raise ValueError(f"sentence {text!r} is {len(ids)} tokens; with <|endoftext|> on both "
                              f"sides it needs n_ctx >= {len(ids) + 1}, got {n_ctx}")
-        rows[i, 1:len(ids) + 1] = ids
-        weights[i, :len(ids) + 1] = 1.0
+        start = int(starts[i])
+        rows[i, start:start + len(ids)] = ids
+        weights[i, :start + len(ids)] = 1.0  # every next token up to the closing <|endoftext|>
     return CorpusArrays(rows[:, :-1], rows[:, 1:], weights)
+
+
+def bos_flags(n: int, bos_fraction: float, seed: int) -> np.ndarray:
+    """``[n]`` bool, seeded: which corpus rows start with ``<|endoftext|>`` (a ``bos_fraction``
+    share, each row independently)."""
+    if not 0.0 <= bos_fraction <= 1.0:
+        raise ValueError(f"bos_fraction={bos_fraction!r}: must be in [0, 1]")
+    return np.random.default_rng(seed).random(n) < bos_fraction
 
 
 def make_task(tokenizer: Tokenizer, train_combinations: Sequence[ag.Combination],
               test_combinations: Sequence[ag.Combination], n_sentences: int, n_eval: int,
-              filler_fraction: float, batch_size: int, n_ctx: int, seed: int) -> Task:
+              filler_fraction: float, batch_size: int, n_ctx: int, seed: int,
+              bos_fraction: float = 1.0, there: str = "spec") -> Task:
     """Next-token prediction on ``n_sentences`` corpus rows (minibatches of ``batch_size`` drawn
-    by key in the step). Eval pools: ``train`` (the first ``n_eval`` rows) and ``test``
-    (``n_eval`` agreement sentences on the held-out ``test_combinations``, no fillers)."""
-    train = encode_corpus(corpus_texts(n_sentences, train_combinations, filler_fraction, seed),
-                          tokenizer, n_ctx)
-    test = encode_corpus(corpus_texts(n_eval, test_combinations, 0.0, seed + 1), tokenizer,
-                         n_ctx)
+    by key in the step), a ``bos_fraction`` share of them after ``<|endoftext|>``. Eval pools:
+    ``train`` (the first ``n_eval`` rows) and ``test`` (``n_eval`` agreement sentences on the
+    held-out ``test_combinations``, no fillers)."""
+    train = encode_corpus(corpus_texts(n_sentences, train_combinations, filler_fraction, seed,
+                                       there), tokenizer, n_ctx,
+                          bos_flags(n_sentences, bos_fraction, seed))
+    test = encode_corpus(corpus_texts(n_eval, test_combinations, 0.0, seed + 1, there),
+                         tokenizer, n_ctx, bos_flags(n_eval, bos_fraction, seed + 1))
     as_j = lambda a: {k: jnp.asarray(v) for k, v in dataclasses.asdict(a).items()}  # noqa: E731
     tr, te = as_j(train), as_j(test)
     pool = lambda d, n: fixed_dataset_sampler(d["tokens"][:n], d["labels"][:n],  # noqa: E731
@@ -141,6 +161,6 @@ def make_task(tokenizer: Tokenizer, train_combinations: Sequence[ag.Combination]
                 vocab_out=tokenizer.vocab_size)
 
 
-__all__ = ["CONTINUATIONS", "CorpusArrays", "FILLER_SUBJECTS", "FILLER_TAILS", "FILLER_VERBS",
+__all__ = ["CONTINUATIONS", "CorpusArrays", "bos_flags", "FILLER_SUBJECTS", "FILLER_TAILS", "FILLER_VERBS",
            "agreement_sentence", "build_tokenizer", "corpus_texts", "encode_corpus",
            "filler_sentence", "make_task", "vocabulary_texts"]

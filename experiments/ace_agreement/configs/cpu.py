@@ -15,6 +15,8 @@ def get_config() -> ml_collections.ConfigDict:
     config.prompts.split_seed = 0
     config.prompts.n_train = 600
     config.prompts.n_test = 600
+    config.prompts.bos = False
+    config.prompts.there = "spec"
 
     config.corpus = ml_collections.ConfigDict()
     config.corpus.seed = 0
@@ -22,6 +24,7 @@ def get_config() -> ml_collections.ConfigDict:
     config.corpus.filler_fraction = 0.25
     config.corpus.n_eval = 256
     config.corpus.batch_size = 32
+    config.corpus.bos_fraction = 0.5
 
     config.model = ml_collections.ConfigDict()
     config.model.n_layers = 2
@@ -51,6 +54,7 @@ def get_config() -> ml_collections.ConfigDict:
     config.generation.temperature = 1.0
     config.generation.top_k = 50
     config.generation.target_margin = 1.0
+    config.generation.margin = "copula"
     config.generation.newton_steps = 4
     config.generation.seed = 0
     return config
