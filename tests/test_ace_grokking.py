@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import assert_refused_before_writing, run_and_read
+from conftest import assert_refused_before_writing, run_and_read, run_watched
 from experiments.ace_grokking import run, so_far
 from experiments.ace_grokking.configs import tiny
 from mechjax.analysis.seeds import STAT_KEYS
@@ -22,6 +22,7 @@ REQUIRED = ("grok_epoch", "core_dim/at_grok", "core_dim/final_wd1", "core_dim/fi
             "r2_heldout/after_grok", "redundancy_gap/final_wd1")
 
 
+@pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
 def test_tiny_end_to_end(tmp_path, capsys):
     config = tiny.get_config()
     workdir = str(tmp_path / "run")
@@ -65,7 +66,7 @@ def test_tiny_end_to_end(tmp_path, capsys):
     # A second call resumes both branches from their final checkpoints (no chunk is trained
     # again: a deterministic retrain would also give the same summary, so read the log).
     capsys.readouterr()
-    again = run.run(config, workdir)
+    again = run_watched(run.run, config, workdir)
     log = capsys.readouterr().err
     assert log.count("resumed from the checkpoint after chunk") == 2, log
     assert " | step " not in log, log  # the per-chunk training progress line

@@ -4,6 +4,8 @@ import json
 import os
 import subprocess
 
+import pytest
+
 from conftest import FAST_COMPILE, PYTHON, REPO, run_module_env
 
 from experiments.benchmark import throughput
@@ -31,6 +33,7 @@ def check_report(proc, out, parts):
 
 
 # Two tests, so the suite's two workers can share the parts; together they are the whole run.
+@pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
 def test_tiny_throughput_and_transformer_lens(tmp_path):
     out = tmp_path / "acc"
     parts = ["throughput", "transformer_lens"]
@@ -51,6 +54,7 @@ def test_tiny_throughput_and_transformer_lens(tmp_path):
     assert "| 2 |" in table and "Largest gap bfloat16 vs float32" in table
 
 
+@pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
 def test_tiny_paper_scale_parts(tmp_path):
     out = tmp_path / "acc"
     parts = ["assign_add", "grokking"]

@@ -8,6 +8,7 @@ import subprocess
 import time
 
 import numpy as np
+import pytest
 from conftest import PYTHON, REPO, fast_compile_env, run_module_env
 
 TINY = os.path.join(REPO, "experiments", "quickstart", "configs", "tiny.py")
@@ -70,6 +71,7 @@ def assert_bitwise_equal(a, b, what):
     assert not differ, f"{what}: not bit for bit equal: {differ[:5]}"
 
 
+@pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
 def test_two_processes_equal_one_and_resume_after_sigkill(tmp_path):
     logs = str(tmp_path)
     # The reference: one process holding both devices of the same 2-device seed mesh (with
