@@ -49,7 +49,11 @@ def test_tiny_throughput_and_transformer_lens(tmp_path):
     parity = tp["parity"]
     assert set(parity["float32"]["acc"]) == set(parity["bfloat16"]["acc"]) == \
         {"0var_heldout", "1var_train", "2var_two_misplaced"}
-    assert 0 <= parity["max_abs_diff/bfloat16"] <= 1
+    # bfloat16 compute tracks float32 within a stated margin (measured 0.0 at these 4 steps,
+    # 0.016 at 40), and the reported gap is the largest of the pools' gaps.
+    gaps = [abs(parity["bfloat16"]["acc"][k] - parity["float32"]["acc"][k])
+            for k in parity["float32"]["acc"]]
+    assert parity["max_abs_diff/bfloat16"] == max(gaps) <= 0.05
     assert "| S | vmap float32 | map float32 | vmap bfloat16 | map bfloat16 |" in table
     assert "| 2 |" in table and "Largest gap bfloat16 vs float32" in table
 
