@@ -13,9 +13,25 @@ collective entered by only some processes never returns.
 """
 from __future__ import annotations
 
+import os
+
 from mechjax.config import ConfigError
 
 AUTO = "auto"
+# How long JAX's coordination service waits for a process's heartbeats before it declares the
+# process dead and ends the others (JAX's own default, 100 s); a test sets a few seconds.
+HEARTBEAT_ENV_VAR = "MECHJAX_HEARTBEAT_SECONDS"
+DEFAULT_HEARTBEAT_SECONDS = 100
+
+
+def heartbeat_seconds_from_env() -> int:
+    """``MECHJAX_HEARTBEAT_SECONDS`` (default 100); a bad value is a one-line error."""
+    raw = os.environ.get(HEARTBEAT_ENV_VAR, "")
+    if raw == "":
+        return DEFAULT_HEARTBEAT_SECONDS
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"{HEARTBEAT_ENV_VAR}={raw!r}: must be a whole number of seconds >= 1")
+    return int(raw)
 
 
 def check_args(coordinator: str | None, num_processes: int | None,
@@ -51,16 +67,18 @@ def initialize(coordinator: str | None, num_processes: int | None = None,
     check_args(coordinator, num_processes, process_id)
     if coordinator is None:
         return False
+    heartbeat = heartbeat_seconds_from_env()
     import jax
     # Cross-process collectives between CPU devices need an implementation; gloo ships in
     # jaxlib (the default since 0.4.3x, set explicitly so an older default of 'none' cannot
     # leave the processes unable to talk). It does not affect accelerator collectives.
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     if coordinator == AUTO:
-        jax.distributed.initialize(num_processes=num_processes, process_id=process_id)
+        jax.distributed.initialize(num_processes=num_processes, process_id=process_id,
+                                   heartbeat_timeout_seconds=heartbeat)
     else:
         jax.distributed.initialize(coordinator, num_processes=num_processes,
-                                   process_id=process_id)
+                                   process_id=process_id, heartbeat_timeout_seconds=heartbeat)
     return True
 
 

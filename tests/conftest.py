@@ -7,13 +7,21 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REFERENCE = os.path.join(os.path.dirname(REPO), "shared", "reference", "assign_add")
 
-# The persistent compilation cache the experiments use (``MECHJAX_CACHE_DIR``, else
-# ~/.cache/mechjax/jax), on in every worker before anything compiles, because JAX decides once per
-# process whether to use it; subprocesses inherit it. A program several tests build compiles
-# once, and a second run of the suite on the same machine compiles little.
+# The suite's own persistent compilation cache, ``.jaxcache/`` in the checkout (ignored by git),
+# never the user's ~/.cache/mechjax/jax: the suite's time then depends only on its own earlier
+# runs, and it never fills or reads the experiments' cache. On in every worker before anything
+# compiles, because JAX decides once per process whether to use it; subprocesses inherit both
+# variables, so the experiments they start use the same folder.
 from mechjax.workdir import enable_compilation_cache  # noqa: E402
 
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", enable_compilation_cache())
+SUITE_CACHE = os.path.join(REPO, ".jaxcache")
+os.environ["MECHJAX_CACHE_DIR"] = SUITE_CACHE
+os.environ["JAX_COMPILATION_CACHE_DIR"] = enable_compilation_cache(SUITE_CACHE)
+
+# An in-process experiment run that stops computing (a deadlocked XLA program uses no CPU) ends
+# the worker after this many idle seconds with the watchdog's one line and every thread's stack,
+# instead of waiting for the test's time limit.
+STALL_SECONDS = 120.0
 
 
 # For subprocess checks of plumbing, not of speed: XLA's cheapest CPU code generation halves the
@@ -65,13 +73,21 @@ def assert_refused_before_writing(run_fn, config, workdir, message):
     assert not os.path.exists(workdir)
 
 
+def run_watched(run_fn, config, workdir, **kwargs):
+    """``run_fn(config, workdir, **kwargs)`` in process, under the stall watchdog."""
+    from mechjax import watchdog
+    name = getattr(run_fn, "__module__", "an experiment")
+    with watchdog.watch(f"in-process run of {name}", stall_seconds=STALL_SECONDS):
+        return run_fn(config, str(workdir), **kwargs)
+
+
 def run_and_read(run_fn, config, workdir, outputs=("checkpoints",), figures=()):
     """``run_fn(config, workdir)``, then check that the run wrote its config, summary, metrics,
     the other ``outputs`` (paths in the workdir) and non-empty ``figures``; returns
     ``(returned summary, summary.json as saved)``."""
     import json
 
-    summary = run_fn(config, str(workdir))
+    summary = run_watched(run_fn, config, workdir)
     for name in ("config.json", "summary.json", "metrics.npz", *outputs):
         assert os.path.exists(os.path.join(workdir, name)), name
     for name in figures:
@@ -88,7 +104,7 @@ def quickstart_run(tmp_path_factory):
     config = tiny.get_config()
     config.n_seeds = 5
     workdir = str(tmp_path_factory.mktemp("quickstart") / "run")
-    run.run(config, workdir)
+    run_watched(run.run, config, workdir)
     return workdir
 
 

@@ -10,6 +10,7 @@ import jax
 import numpy as np
 import pytest
 
+from conftest import run_watched
 from experiments.ace_agreement import run
 from experiments.ace_agreement.configs import tiny
 from mechjax import runs
@@ -25,7 +26,7 @@ FIGURES = ("auc_vs_depth.png", "core_vs_margin.png", "generation_example.png",
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("agree") / "run")
-    return workdir, run.run(tiny.get_config(), workdir)
+    return workdir, run_watched(run.run, tiny.get_config(), workdir)
 
 
 def folders_only(*paths):
@@ -83,7 +84,7 @@ def test_a_seed_saved_as_gpt2_folder_gives_the_same_analysis(finished, tmp_path)
     # loading, tokenization (own tokenizer from the folder) and analysis agree end to end.
     workdir, summary = finished
     folder = os.path.join(workdir, "gpt2", "seed_0")
-    again = run.run(folders_only(folder), str(tmp_path / "folder"))
+    again = run_watched(run.run, folders_only(folder), tmp_path / "folder")
     ours, theirs = summary["models"]["seed_0"], again["models"]["gpt2:seed_0"]
     for key in ("auc/base", "auc/keep", "auc/remove", "auc/flip", "knob_r2"):
         assert theirs[key] == pytest.approx(ours[key], abs=1e-4), key
@@ -106,14 +107,14 @@ def test_a_transformers_checkpoint_runs(tmp_path):
     folder = str(tmp_path / "hf_gpt2")
     model.save_pretrained(folder)
     tok.save(folder)
-    out = run.run(folders_only(folder), str(tmp_path / "run"))
+    out = run_watched(run.run, folders_only(folder), tmp_path / "run")
     block = out["models"]["gpt2:hf_gpt2"]
     assert 0.0 <= block["auc/base"] <= 1.0 and len(block["per_layer"]["auc/flip"]) == 2
 
 
 def test_second_run_resumes_and_retrains_nothing(finished, capfd):
     workdir, summary = finished
-    again = run.run(tiny.get_config(), workdir)
+    again = run_watched(run.run, tiny.get_config(), workdir)
     err = capfd.readouterr().err
     assert "resumed from the checkpoint after chunk 2/2" in err
     assert "chunk 1/2 |" not in err and "chunk 2/2 |" not in err  # no training chunk ran

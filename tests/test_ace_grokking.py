@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
-from conftest import assert_refused_before_writing, run_and_read
+from conftest import assert_refused_before_writing, run_and_read, run_watched
 from experiments.ace_grokking import run, so_far
 from experiments.ace_grokking.configs import tiny
 from mechjax.analysis.seeds import STAT_KEYS
@@ -22,6 +22,7 @@ REQUIRED = ("grok_epoch", "core_dim/at_grok", "core_dim/final_wd1", "core_dim/fi
             "r2_heldout/after_grok", "redundancy_gap/final_wd1")
 
 
+@pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
 def test_tiny_end_to_end(tmp_path, capsys):
     config = tiny.get_config()
     workdir = str(tmp_path / "run")
@@ -45,10 +46,6 @@ def test_tiny_end_to_end(tmp_path, capsys):
         # The branch starts from the weight-decay-1 parameters at its epoch: identical cores.
         np.testing.assert_array_equal(m["ace_wd0/core_dim"][0], m["ace_wd1/core_dim"][2])
         assert m["wd0/epoch"][0] == config.branch.epoch + 1 and m["wd0/epoch"][-1] == 8
-        # core dimension = max(r_energy, r_nec) and r_nec >= r_energy, at every checkpoint.
-        cd, re, rn = m["ace_wd1/core_dim"], m["ace_wd1/r_energy"], m["ace_wd1/r_nec"]
-        np.testing.assert_array_equal(cd, np.maximum(re, rn))
-        assert np.all(rn >= re)
         # The summary reads the last checkpoint of each branch, seed by seed ...
         for name in ("wd1", "wd0"):
             for key, array in (("core_dim", "core_dim"), ("modes", "n_rotational")):
@@ -65,7 +62,7 @@ def test_tiny_end_to_end(tmp_path, capsys):
     # A second call resumes both branches from their final checkpoints (no chunk is trained
     # again: a deterministic retrain would also give the same summary, so read the log).
     capsys.readouterr()
-    again = run.run(config, workdir)
+    again = run_watched(run.run, config, workdir)
     log = capsys.readouterr().err
     assert log.count("resumed from the checkpoint after chunk") == 2, log
     assert " | step " not in log, log  # the per-chunk training progress line

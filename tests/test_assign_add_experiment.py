@@ -12,7 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import PYTHON, REPO, assert_refused_before_writing, run_module_env
+from conftest import (PYTHON, REPO, assert_refused_before_writing, run_module_env,
+                      run_watched)
 from experiments.assign_add import analysis as an
 from experiments.assign_add import progress, run, sweep_data
 from experiments.assign_add.configs import sweep_f, tiny
@@ -88,11 +89,12 @@ FIGURES = ["accuracy_per_pool.png", "attention_patterns.png", "cosine_histograms
            "progress_measures.png", "qk2_gradient.png", "qk_heatmaps.png"]
 
 
+@pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
 def test_tiny_run_end_to_end(tmp_path):
     config = tiny.get_config()
     config.phases.threshold = 0.02  # tiny accuracies are ~0.03: some seeds reach a phase, some not
     wd = str(tmp_path / "aa")
-    summary = run.run(config, wd)
+    summary = run_watched(run.run, config, wd)
     assert sorted(os.listdir(os.path.join(wd, "figures"))) == FIGURES
     assert os.path.exists(os.path.join(wd, "metrics.npz"))
     on_disk = json.load(open(os.path.join(wd, "summary.json")))
@@ -158,7 +160,7 @@ def test_tiny_f_sweep_compiles_once_over_the_grid(tmp_path, monkeypatch):
 
     monkeypatch.setattr(Trainer, "run", counted)
     wd = str(tmp_path / "sf")
-    summary = sweep_data.run(config, wd)
+    summary = run_watched(sweep_data.run, config, wd)
     assert len(traces) == 1  # one compiled program for 2 seeds x 3 values, both chunks
     acc = np.asarray(summary["accuracy"]["per_seed"])
     assert acc.shape == (2, 3)

@@ -4,9 +4,12 @@ import json
 import os
 import subprocess
 
+import pytest
+
 from conftest import FAST_COMPILE, PYTHON, REPO, run_module_env
 
 from experiments.benchmark import throughput
+from mechjax.analysis.seeds import seed_stats
 
 
 def accelerator(out, *flags):
@@ -31,6 +34,7 @@ def check_report(proc, out, parts):
 
 
 # Two tests, so the suite's two workers can share the parts; together they are the whole run.
+@pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
 def test_tiny_throughput_and_transformer_lens(tmp_path):
     out = tmp_path / "acc"
     parts = ["throughput", "transformer_lens"]
@@ -46,21 +50,59 @@ def test_tiny_throughput_and_transformer_lens(tmp_path):
     parity = tp["parity"]
     assert set(parity["float32"]["acc"]) == set(parity["bfloat16"]["acc"]) == \
         {"0var_heldout", "1var_train", "2var_two_misplaced"}
-    assert 0 <= parity["max_abs_diff/bfloat16"] <= 1
+    # bfloat16 compute tracks float32 within a stated margin (measured 0.0 at these 4 steps,
+    # 0.016 at 40), and the reported gap is the largest of the pools' gaps.
+    gaps = [abs(parity["bfloat16"]["acc"][k] - parity["float32"]["acc"][k])
+            for k in parity["float32"]["acc"]]
+    assert parity["max_abs_diff/bfloat16"] == max(gaps) <= 0.05
     assert "| S | vmap float32 | map float32 | vmap bfloat16 | map bfloat16 |" in table
     assert "| 2 |" in table and "Largest gap bfloat16 vs float32" in table
 
 
-def test_tiny_paper_scale_parts(tmp_path):
-    out = tmp_path / "acc"
-    parts = ["assign_add", "grokking"]
-    results, table = check_report(accelerator(out, f"--parts={','.join(parts)}"), out, parts)
-    # (b) and (c): the experiments' own summaries, in their workdirs and in the results
-    assert results["assign_add"]["n_seeds"] == 2
-    assert os.path.exists(out / "assign_add" / "summary.json")
-    assert results["grokking"]["n_seeds"] == 2 and "core_dim/final_wd0" in results["grokking"]
-    assert os.path.exists(out / "ace_grokking" / "summary.json")
-    assert "- `core_dim/final_wd1`:" in table and "- `phase1_step`:" in table
+# Stand-ins for parts (b) and (c): what the experiment leaves, its summary.json in its workdir.
+FAKE_SUMMARIES = {
+    "assign_add": {"n_seeds": 2, "phase1_step": seed_stats([100.0, 140.0])},
+    "grokking": {"n_seeds": 2, "core_dim/final_wd1": seed_stats([4.0, 6.0])},
+}
+
+
+def test_paper_scale_parts_run_the_experiments_commands_and_report_them(tmp_path, monkeypatch):
+    """Parts (b) and (c) are the experiments' own command lines; their tiny configs run end to
+    end in test_assign_add_experiment.py and test_ace_grokking.py (and the grokking command
+    starts for real in the time-limit test below), so here each command is checked to name the
+    experiment and an existing tiny config, then replaced by a stand-in that writes a summary,
+    and the accelerator must run it, read the summary and report it."""
+    from experiments.benchmark import accelerator
+    out = str(tmp_path / "acc")
+    real = accelerator.commands(out, True, accelerator.TINY_LIMITS)
+    for name, module in (("assign_add", "experiments.assign_add"),
+                         ("grokking", "experiments.ace_grokking")):
+        cmd = real[name]
+        assert cmd[1:3] == ["-m", module], cmd
+        assert f"--workdir={os.path.join(out, accelerator.WORKDIRS[name])}" in cmd
+        config = next(a for a in cmd if a.startswith("--config="))[len("--config="):]
+        assert config.endswith("configs/tiny.py") and os.path.exists(os.path.join(REPO, config))
+
+    def stand_ins(out_, tiny, limits):
+        cmds = dict(real)
+        for name, summary in FAKE_SUMMARIES.items():
+            wd = os.path.join(out_, accelerator.WORKDIRS[name])
+            cmds[name] = [PYTHON, "-c", "import json, os, sys; os.makedirs(sys.argv[1]); "
+                          "open(os.path.join(sys.argv[1], 'summary.json'), 'w')"
+                          ".write(sys.argv[2])", wd, json.dumps(summary)]
+        return cmds
+
+    monkeypatch.setattr(accelerator, "commands", stand_ins)
+    results = accelerator.main(out, True, ["assign_add", "grokking"], accelerator.TINY_LIMITS,
+                               "test")
+    assert sorted(results["parts"]) == ["assign_add", "grokking"]
+    assert all(part["status"] == "ok" for part in results["parts"].values()), results["parts"]
+    for name, summary in FAKE_SUMMARIES.items():
+        assert results[name] == summary  # read from the part's own workdir
+    assert json.load(open(os.path.join(out, "results.json"))) == results
+    table = open(os.path.join(out, "table.md")).read()
+    assert "- `phase1_step`: 120.000 +- 20.000" in table, table
+    assert "- `core_dim/final_wd1`: 5.000 +- 1.000" in table, table
 
 
 def test_a_part_past_its_limit_is_stopped_and_said_so(tmp_path):

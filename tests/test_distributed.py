@@ -34,3 +34,14 @@ def test_a_single_process_needs_nothing_and_agrees_with_itself():
     assert distributed.initialize(None) is False
     distributed.barrier("single")  # returns at once
     assert distributed.agree(True) is True and distributed.agree(0) is False
+
+
+def test_heartbeat_limit_from_env_is_validated(monkeypatch):
+    monkeypatch.delenv(distributed.HEARTBEAT_ENV_VAR, raising=False)
+    assert distributed.heartbeat_seconds_from_env() == 100
+    monkeypatch.setenv(distributed.HEARTBEAT_ENV_VAR, "7")
+    assert distributed.heartbeat_seconds_from_env() == 7
+    for bad in ("soon", "0", "-3", "2.5"):
+        monkeypatch.setenv(distributed.HEARTBEAT_ENV_VAR, bad)
+        with pytest.raises(ConfigError, match=re.escape(f"MECHJAX_HEARTBEAT_SECONDS={bad!r}")):
+            distributed.heartbeat_seconds_from_env()

@@ -33,6 +33,7 @@ DROPOUT_CONFIGS = {
                          [(name, -1, None) for name in sorted(CONFIGS)]
                          + [("three_layers_bias", 3, None), ("one_layer_bidirectional", 2, None),
                             ("grokking_post_ln", -1, 7), ("pre_ln_three_layers", 4, 9)])
+@pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
 def test_readout_loss_and_gradients_equal_full_forward(name, position, dropout_key):
     # In float64 the two computations agree to rounding, so any algebra slip shows at once; with
     # a dropout key both draw the same masks, so a wrong slice of a mask shows as well.

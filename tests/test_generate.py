@@ -19,6 +19,7 @@ def model():
     return cfg, init_params(jax.random.PRNGKey(0), cfg)
 
 
+@pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
 def test_top_k_one_is_greedy_and_writes_after_each_prompt(model):
     cfg, params = model
     tokens = jnp.asarray(np.random.default_rng(0).integers(0, 12, (3, 10)), jnp.int32)

@@ -10,12 +10,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import assert_refused_before_writing, run_and_read
+from conftest import assert_refused_before_writing, run_and_read, run_watched
 from experiments.grokking_law import run
 from experiments.grokking_law.configs import tiny
 from mechjax.workdir import enable_compilation_cache
 
 
+@pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
 def test_tiny_end_to_end(tmp_path):
     config = tiny.get_config()
     workdir = str(tmp_path / "run")
@@ -52,12 +53,12 @@ def test_overwrite_with_another_lr_resumes_nothing_of_the_old_run(tmp_path, caps
     p_sweep/ checkpoints and wrote the old run's metrics under the new config."""
     config, workdir = tiny.get_config(), str(tmp_path / "run")
     config.p_sweep.ps = (5,)
-    run.run(config, workdir)
+    run_watched(run.run, config, workdir)
     curves = os.path.join(workdir, "omega_sweep", "metrics.npz")  # accuracy after every step
     old = np.load(curves)["metrics/acc/train"]
     capsys.readouterr()
     config.hparams.lr = 3e-2
-    run.run(config, workdir, overwrite=True)
+    run_watched(run.run, config, workdir, overwrite=True)
     assert "resumed" not in capsys.readouterr().err
     assert not np.array_equal(old, np.load(curves)["metrics/acc/train"])
     with open(os.path.join(workdir, "config.json")) as f:

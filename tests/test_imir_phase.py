@@ -156,6 +156,7 @@ def test_readoffs_on_constructed_trajectories():
     assert fit["agreement"] == 1.0 and 0.55 < fit["c"] <= 0.6 + 1e-9
 
 
+@pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
 def test_tiny_end_to_end(tmp_path):
     """The command a user runs, in its own process (so XLA's fast-compile flags apply)."""
     workdir = str(tmp_path / "run")
@@ -220,6 +221,7 @@ write_json(sys.argv[2], {**saved, "n_cells": int(FR.size)})
 """
 
 
+@pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
 def test_tiny_four_coordinate_comparison(tmp_path):
     """The labelled 4-coordinate comparison by itself (the tiny run switches it off), against a
     stand-in exact diagram: every winner ``neither``."""

@@ -8,7 +8,9 @@ import subprocess
 import time
 
 import numpy as np
+import pytest
 from conftest import PYTHON, REPO, fast_compile_env, run_module_env
+from mechjax.distributed import HEARTBEAT_ENV_VAR
 
 TINY = os.path.join(REPO, "experiments", "quickstart", "configs", "tiny.py")
 # 12 chunks of 10 steps, a checkpoint after each: room to kill a process mid-run.
@@ -16,6 +18,10 @@ N_CHUNKS = 12
 CONFIG = [f"--config={TINY}", f"--config.train.steps={10 * N_CHUNKS}",
           "--config.train.eval_every=10", "--config.chunk_evals=1"]
 TIMEOUT = 300
+# The coordination service's heartbeat timeout for these runs: a survivor of a killed process
+# must exit by itself within it (plus the time to notice and shut down).
+HEARTBEAT = 5
+SURVIVOR_MARGIN = 40
 
 
 def free_port() -> int:
@@ -26,7 +32,8 @@ def free_port() -> int:
 
 def start(workdir, log_dir, tag, n_processes, devices_per_process):
     """Start ``n_processes`` quickstart processes on one workdir; returns (popen, log path)s."""
-    env = fast_compile_env(f"--xla_force_host_platform_device_count={devices_per_process}")
+    env = fast_compile_env(f"--xla_force_host_platform_device_count={devices_per_process}",
+                           {HEARTBEAT_ENV_VAR: str(HEARTBEAT)})
     port = free_port()
     procs = []
     for i in range(n_processes):
@@ -70,7 +77,8 @@ def assert_bitwise_equal(a, b, what):
     assert not differ, f"{what}: not bit for bit equal: {differ[:5]}"
 
 
-def test_two_processes_equal_one_and_resume_after_sigkill(tmp_path):
+@pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
+def test_two_processes_equal_one_survive_a_sigkill_and_resume(tmp_path):
     logs = str(tmp_path)
     # The reference: one process holding both devices of the same 2-device seed mesh (with
     # another device count the seeds' float rounding differs by ~1e-6, so not bit for bit).
@@ -79,11 +87,12 @@ def test_two_processes_equal_one_and_resume_after_sigkill(tmp_path):
     reference = outputs(one)
     assert any(k.startswith(f"step_{10 * N_CHUNKS:09d}.npz/") for k in reference)
 
-    # Two processes of one device each; SIGKILL process 1 once a checkpoint past the first
-    # exists, before the run ends. The survivor would leave by itself when JAX's coordination
-    # service misses process 1's heartbeats (100 s by default); a job launcher restarts both,
-    # and so does this test. (One two-process run serves both checks: every chunk of the final
-    # result was computed by two processes, before the kill or after the restart.)
+    # Two processes of one device each; SIGKILL process 1 only, once a checkpoint past the
+    # first exists, before the run ends. The survivor must exit by itself (non-zero) once JAX's
+    # coordination service misses process 1's heartbeats (HEARTBEAT s here, 100 s by default);
+    # then a job launcher restarts both, and so does this test. (One two-process run serves
+    # both checks: every chunk of the final result was computed by two processes, before the
+    # kill or after the restart.)
     two = str(tmp_path / "two")
     procs = start(two, logs, "killed", 2, 1)
     ckpt = os.path.join(two, "checkpoints")
@@ -93,11 +102,19 @@ def test_two_processes_equal_one_and_resume_after_sigkill(tmp_path):
             open(procs[0][1]).read()[-3000:]
         time.sleep(0.02)
     procs[1][0].send_signal(signal.SIGKILL)
-    procs[0][0].send_signal(signal.SIGKILL)
-    killed = []
-    for proc, path in procs:
-        proc.wait(timeout=60)
-        killed.append(open(path).read())
+    procs[1][0].wait(timeout=60)
+    killed_at = time.monotonic()
+    survivor = procs[0][0]
+    try:
+        rc = survivor.wait(timeout=HEARTBEAT + SURVIVOR_MARGIN)
+    except subprocess.TimeoutExpired:
+        survivor.kill()
+        raise AssertionError(f"process 0 still running {HEARTBEAT + SURVIVOR_MARGIN} s after "
+                             f"process 1 was killed:\n{open(procs[0][1]).read()[-3000:]}")
+    survived_for = time.monotonic() - killed_at
+    killed = [open(path).read() for _, path in procs]
+    assert rc != 0, f"the survivor exited 0 without its peer:\n{killed[0][-3000:]}"
+    assert survived_for < HEARTBEAT + SURVIVOR_MARGIN
     at_kill = sorted(int(n) for n in os.listdir(ckpt) if n.isdigit())
     assert at_kill and at_kill[-1] < N_CHUNKS, f"the run ended before the kill: {at_kill}"
     assert "on 2 device(s)" in killed[0]  # the mesh spans both processes

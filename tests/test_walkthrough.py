@@ -48,8 +48,10 @@ def test_walkthrough_on_a_tiny_quickstart_run(quickstart_run, tmp_path):
     assert out["accuracy"]["full"] == pytest.approx(
         (seed3["train"] * n_train + seed3["test"] * (p * p - n_train)) / (p * p), abs=1e-6)
     assert len(out["figure"].axes) >= 3 and out["figure"].axes[0].patches  # spectrum bars drawn
-    if export_dir is not None:
-        assert out["tl_max_logit_difference"] < 1e-4
+    if export_dir is None:  # everything above passed; say what was left unchecked
+        pytest.skip("the walkthrough's TransformerLens step needs the torch extra "
+                    "(pip install -e \".[torch]\"); the rest passed")
+    assert out["tl_max_logit_difference"] < 1e-4
 
 
 def test_notebook_code_is_the_script():
