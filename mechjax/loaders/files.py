@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from mechjax.validate import CheckpointError
+
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX_FILE = "model.safetensors.index.json"
@@ -20,9 +22,6 @@ TORCH_FILE = "pytorch_model.bin"
 WEIGHT_FILES = (SAFETENSORS_FILE, SAFETENSORS_INDEX_FILE, TORCH_FILE)
 
 
-class CheckpointError(ValueError):
-    """A checkpoint folder is missing, unreadable or not of the expected model; the message names
-    the path or value and what is allowed."""
 
 
 def check_folder(folder: str) -> str:
