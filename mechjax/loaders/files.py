@@ -7,12 +7,12 @@ safetensors checkpoint never imports torch.
 """
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 import numpy as np
 
+from mechjax import validate
 from mechjax.validate import CheckpointError
 
 CONFIG_FILE = "config.json"
@@ -39,15 +39,7 @@ def read_config(folder: str) -> dict[str, Any]:
     if not os.path.isfile(path):
         raise CheckpointError(f"{path!r} does not exist; a transformers checkpoint folder holds "
                               f"{CONFIG_FILE} beside its weights")
-    try:
-        with open(path) as f:
-            values = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CheckpointError(f"{path!r} is not valid JSON: {err}") from err
-    if not isinstance(values, dict):
-        raise CheckpointError(f"{path!r} holds a JSON {type(values).__name__}; expected an "
-                              "object of config keys")
-    return values
+    return validate.read_json(path, "checkpoint config", CheckpointError)
 
 
 def read_state_dict(folder: str) -> dict[str, np.ndarray]:
@@ -72,13 +64,12 @@ def _read_safetensors(path: str) -> dict[str, np.ndarray]:
 
 
 def _read_sharded(index_path: str) -> dict[str, np.ndarray]:
-    try:
-        with open(index_path) as f:
-            weight_map = json.load(f)["weight_map"]
-        shards = sorted(set(weight_map.values()))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise CheckpointError(f"{index_path!r} is not a safetensors index (a JSON object with a "
-                              f"'weight_map' of tensor name -> shard file): {err}") from err
+    index = validate.read_json(index_path, "safetensors index", CheckpointError)
+    what = "an object of tensor name -> shard file"
+    weight_map = validate.require(index, "weight_map", dict, index_path, CheckpointError, what)
+    if not all(isinstance(v, str) for v in weight_map.values()):
+        raise CheckpointError(f"{index_path!r}: key 'weight_map' is not {what}")
+    shards = sorted(set(weight_map.values()))
     state: dict[str, np.ndarray] = {}
     for shard in shards:
         state.update(_read_safetensors(os.path.join(os.path.dirname(index_path), shard)))
