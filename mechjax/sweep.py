@@ -222,17 +222,19 @@ def _start(trainer: Trainer, plan: SweepPlan, mesh: jax.sharding.Mesh, grid, run
 
 
 def _open_workdir(workdir: str, trainer: Trainer, plan: SweepPlan, run: _Progress):
-    """Write the run files and the step-0 snapshot, then resume from the latest checkpoint
-    (``run`` is updated in place); returns the checkpoint manager."""
+    """Resume from the latest checkpoint (``run`` is updated in place), then write the run files
+    and the step-0 snapshot; returns the checkpoint manager. The checkpoint is restored (and
+    checked) first, so a broken one stops the sweep before it writes anything."""
+    manager = sweep_files.checkpoint_manager(workdir)
+    state, metrics, done = sweep_files.restore(manager, run.state, run.metrics)
     sweep_files.write_run_files(workdir, trainer, plan.seeds, plan.hparams, plan.chunk,
                                 plan.snapshot_steps)
     # Process 0's view decides: another process may look after process 0 wrote the file,
     # and a snapshot gathers from every process, so all must enter it or none.
     if 0 in plan.snapshot_steps and distributed.agree(
             not os.path.exists(snapshot_path(workdir, 0))):
-        sweep_files.save_snapshot(workdir, 0, run.state, len(plan.seeds))
-    manager = sweep_files.checkpoint_manager(workdir)
-    run.state, run.metrics, run.done = sweep_files.restore(manager, run.state, run.metrics)
+        sweep_files.save_snapshot(workdir, 0, run.state, len(plan.seeds))  # the initial state
+    run.state, run.metrics, run.done = state, metrics, done
     if run.done:
         step = int(np.asarray(sweep_files.to_host(run.state.step)).max())
         log(f"resumed from the checkpoint after chunk {run.done}/{plan.n_chunks} (step {step})")

@@ -42,17 +42,22 @@ def read_config(folder: str) -> dict[str, Any]:
     return validate.read_json(path, "checkpoint config", CheckpointError)
 
 
-def read_state_dict(folder: str) -> dict[str, np.ndarray]:
-    """Every tensor of the checkpoint in ``folder``, by its ``transformers`` name, as numpy."""
+def weights_path(folder: str) -> str:
+    """The weights file the checkpoint in ``folder`` is read from (``WEIGHT_FILES`` order)."""
     check_folder(folder)
     for name in WEIGHT_FILES:
-        path = os.path.join(folder, name)
-        if os.path.isfile(path):
-            reader = {SAFETENSORS_FILE: _read_safetensors, SAFETENSORS_INDEX_FILE: _read_sharded,
-                      TORCH_FILE: _read_torch}[name]
-            return reader(path)
+        if os.path.isfile(os.path.join(folder, name)):
+            return os.path.join(folder, name)
     raise CheckpointError(f"checkpoint folder {folder!r} has no weights file; expected one of "
                           f"{WEIGHT_FILES}")
+
+
+def read_state_dict(folder: str) -> dict[str, np.ndarray]:
+    """Every tensor of the checkpoint in ``folder``, by its ``transformers`` name, as numpy."""
+    path = weights_path(folder)
+    reader = {SAFETENSORS_FILE: _read_safetensors, SAFETENSORS_INDEX_FILE: _read_sharded,
+              TORCH_FILE: _read_torch}[os.path.basename(path)]
+    return reader(path)
 
 
 def _read_safetensors(path: str) -> dict[str, np.ndarray]:

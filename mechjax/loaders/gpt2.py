@@ -22,7 +22,8 @@ import numpy as np
 from mechjax import validate
 from mechjax.config import ModelConfig
 from mechjax.io import write_json
-from mechjax.loaders.files import CONFIG_FILE, SAFETENSORS_FILE, read_config, read_state_dict
+from mechjax.loaders.files import (CONFIG_FILE, SAFETENSORS_FILE, read_config, read_state_dict,
+                                   weights_path)
 from mechjax.loaders.gpt2_config import (GPT2FormatError, check_gpt2_compatible,  # noqa: F401
                                          config_from_hf, config_to_hf, gpt2_model_config)
 from mechjax.model import Params
@@ -155,7 +156,8 @@ def load_gpt2(folder: str) -> tuple[ModelConfig, Params]:
     """
     values = read_config(folder)
     cfg = config_from_hf(values, source=os.path.join(folder, CONFIG_FILE))
-    return cfg, params_from_hf(read_state_dict(folder), cfg, source=f"checkpoint {folder!r}")
+    return cfg, params_from_hf(read_state_dict(folder), cfg,
+                               source=f"checkpoint weights {weights_path(folder)!r}")
 
 
 def save_gpt2(folder: str, cfg: ModelConfig, params: Mapping[str, Any], tokenizer=None) -> str:
