@@ -251,7 +251,9 @@ def _save_chunk(workdir: str, manager, run: _Progress) -> None:
         manager.save(done, args=ocp.args.StandardSave({"state": run.state,
                                                         "metrics": run.metrics}))
         manager.wait_until_finished()  # raises if the save failed
-        if jax.process_index() == 0:  # the one metrics file, readable while it runs
+        if jax.process_index() == 0:
+            sweep_files.write_manifest(manager, done)  # what a resume checks first
+            # the one metrics file, readable while it runs
             write_metrics(os.path.join(workdir, METRICS_FILE), run.metrics_so_far(),
                           plan.hparams, plan.seeds)
     except Exception as err:  # orbax wraps OS errors in several types

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import zlib
 from typing import Mapping, Sequence
 
 import jax
@@ -19,6 +20,7 @@ from jax.experimental import multihost_utils
 from mechjax.io import write_json, write_npz
 from mechjax.snapshots import snapshot_path
 from mechjax.train import Trainer, TrainState
+from mechjax import validate
 from mechjax.validate import RunError
 
 SWEEP_FILE, MODEL_FILE, TRAIN_FILE, METRICS_FILE = ("sweep.json", "model_config.json",
@@ -72,6 +74,52 @@ def checkpoint_manager(workdir: str) -> ocp.CheckpointManager:
                                              enable_async_checkpointing=False))
 
 
+MANIFEST_FILE = "mechjax_files.json"  # in checkpoints/<chunk>/: every file's size and CRC-32
+
+
+def _file_crc(path: str) -> int:
+    crc = 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 22):
+            crc = zlib.crc32(block, crc)
+    return crc
+
+
+def _checkpoint_files(folder: str) -> list[str]:
+    return sorted(os.path.relpath(os.path.join(d, n), folder) for d, _, names in os.walk(folder)
+                  for n in names if n != MANIFEST_FILE)
+
+
+def write_manifest(manager: ocp.CheckpointManager, chunk: int) -> None:
+    """Record every file of the finished checkpoint ``chunk`` with its size and CRC-32, so a
+    resume can check the folder completely before orbax reads it (orbax reports a damaged
+    array from many threads at once, as pages of tracebacks)."""
+    folder = os.path.join(str(manager.directory), str(chunk))
+    write_json(os.path.join(folder, MANIFEST_FILE),
+               {name: [os.path.getsize(os.path.join(folder, name)),
+                       _file_crc(os.path.join(folder, name))]
+                for name in _checkpoint_files(folder)})
+
+
+def check_manifest(folder: str) -> None:
+    """Every file the checkpoint's manifest lists is there with its size and CRC-32 (a
+    checkpoint written before manifests existed is left to orbax)."""
+    path = os.path.join(folder, MANIFEST_FILE)
+    if not os.path.exists(path):
+        return
+    listed = validate.read_json(path, "checkpoint manifest", RunError)
+    for name, (size, crc) in sorted(listed.items()):
+        file = os.path.join(folder, name)
+        if not os.path.isfile(file):
+            raise RunError(f"checkpoint {folder!r}: file {name!r} is missing")
+        if os.path.getsize(file) != size or _file_crc(file) != crc:
+            what = (f"{os.path.getsize(file)} bytes instead of {size}"
+                    if os.path.getsize(file) != size else "its CRC-32 differs")
+            raise RunError(f"checkpoint {folder!r}: file {name!r} is damaged ({what}); delete "
+                           "that folder to resume from the checkpoint before it, or rerun with "
+                           "--overwrite")
+
+
 def restore(manager: ocp.CheckpointManager, state: TrainState,
             metrics: dict[str, np.ndarray]) -> tuple[TrainState, dict[str, np.ndarray], int]:
     """``(state, metrics, chunks done)`` from the latest complete checkpoint, or the inputs and
@@ -83,16 +131,22 @@ def restore(manager: ocp.CheckpointManager, state: TrainState,
         return state, metrics, 0
     target = {"state": jax.tree.map(ocp.utils.to_shape_dtype_struct, state), "metrics": metrics}
     folder = os.path.join(str(manager.directory), str(latest))
+    check_manifest(folder)
     try:
         restored = manager.restore(latest, args=ocp.args.StandardRestore(target))
     except Exception as err:  # orbax and tensorstore raise many types for a damaged folder
+        manager.close()
+        reason = " ".join(str(err).split())
+        reason = reason if len(reason) <= 160 else reason[:157] + "..."  # tensorstore's spec
         raise RunError(f"checkpoint {folder!r} cannot be restored (truncated, corrupt or of a "
-                       f"different sweep): {type(err).__name__}: {err}; delete that folder to "
-                       "resume from the checkpoint before it, or rerun with --overwrite") from err
+                       f"different sweep: {type(err).__name__}: {reason}); delete that folder "
+                       "to resume from the checkpoint before it, or rerun with --overwrite"
+                       ) from err
     restored_metrics = {k: np.asarray(v) for k, v in restored["metrics"].items()}
     wrong = [k for k, v in restored_metrics.items()
              if v.shape != metrics[k].shape or v.dtype != metrics[k].dtype]
     if sorted(restored_metrics) != sorted(metrics) or wrong:
+        manager.close()
         raise RunError(f"checkpoint {folder!r}: metrics {sorted(restored_metrics)} do not match "
                        f"this sweep's {sorted(metrics)} (shape or dtype of {wrong[:4]}); rerun "
                        "with --overwrite")
