@@ -74,14 +74,14 @@ def open(workdir: str, sweep: str | None = None) -> "Run":  # noqa: A001 (runs.o
 
 
 def _check_files(run: "Run") -> "Run":
-    """Every file of the run that exists is read and checked now, so a broken one is named at
-    ``open``; parameter snapshots are checked when their step is asked for (a run with one bad
-    snapshot still opens, and says which step is unreadable)."""
-    run._sweep
+    """The run's JSON files that exist are read and checked now, so a broken one is named at
+    ``open``; the arrays (``metrics.npz``, parameter snapshots) are checked as they are read (a
+    run with one bad snapshot still opens, and says which step is unreadable when asked)."""
+    run._sweep  # noqa: B018 (read for its checks)
     for name in (MODEL_FILE, TRAIN_FILE):
         if os.path.exists(os.path.join(run.path, name)):
-            run.model_cfg if name == MODEL_FILE else run.train_cfg
-    run.config, run.summary, run.metrics  # noqa: B018 (read for their checks)
+            run.model_cfg if name == MODEL_FILE else run.train_cfg  # noqa: B018
+    run.config, run.summary  # noqa: B018
     return run
 
 
@@ -96,7 +96,7 @@ class Run:
     # ---- what was trained ----------------------------------------------------------------------
     @property
     def _sweep(self) -> dict[str, Any]:
-        return run_files.read_sweep(os.path.join(self.path, SWEEP_FILE))
+        return validate.read_cached(os.path.join(self.path, SWEEP_FILE), run_files.read_sweep)
 
     @property
     def config(self) -> dict[str, Any] | None:
@@ -105,11 +105,13 @@ class Run:
 
     @property
     def model_cfg(self) -> ModelConfig:
-        return run_files.read_model_config(os.path.join(self.path, MODEL_FILE))
+        return validate.read_cached(os.path.join(self.path, MODEL_FILE),
+                                    run_files.read_model_config)
 
     @property
     def train_cfg(self) -> TrainConfig:
-        return run_files.read_train_config(os.path.join(self.path, TRAIN_FILE))
+        return validate.read_cached(os.path.join(self.path, TRAIN_FILE),
+                                    run_files.read_train_config)
 
     @property
     def seeds(self) -> list[int]:

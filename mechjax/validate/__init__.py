@@ -13,8 +13,8 @@ from mechjax.validate.arrays import (check_finite, check_floating, check_keys, c
 from mechjax.validate.documents import (check_dataclass_fields, check_fields, read_json,
                                         require)
 from mechjax.validate.errors import CheckpointError, FileError, RunError, WeightsError
-from mechjax.validate.files import read_npz, require_file
+from mechjax.validate.files import read_cached, read_npz, require_file
 
 __all__ = ["CheckpointError", "FileError", "RunError", "WeightsError", "check_dataclass_fields",
            "check_fields", "check_finite", "check_floating", "check_keys", "check_shapes",
-           "nonfinite_rows", "read_json", "read_npz", "require", "require_file"]
+           "nonfinite_rows", "read_cached", "read_json", "read_npz", "require", "require_file"]

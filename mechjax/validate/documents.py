@@ -3,6 +3,7 @@ with a value of the expected type. A key a stored file must have gets no silent 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import types
 import typing
@@ -99,16 +100,22 @@ def _json_kind(hint: Any) -> Any:
     return None
 
 
+@functools.lru_cache(maxsize=None)
+def _dataclass_spec(cls: type) -> dict[str, Any]:
+    """``{field: JSON kinds or None}`` (resolving type hints is slow; a class's never change)."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: _json_kind(hints[f.name]) for f in dataclasses.fields(cls)}
+
+
 def check_dataclass_fields(doc: Mapping[str, Any], cls: type, path: str,
                            error: type[FileError] = FileError) -> None:
     """``doc`` (a stored ``dataclasses.asdict(cls(...))``) has every field of ``cls``, no other
     key, and each value of the field's type. The dataclass's own checks then judge the values."""
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
+    spec = _dataclass_spec(cls)
+    names = list(spec)
     unknown = sorted(set(doc) - set(names))
     if unknown:
         raise error(f"{path!r}: unknown keys {unknown}; allowed: {sorted(names)}")
-    spec = {n: _json_kind(hints[n]) for n in names}
     check_fields(doc, {n: k for n, k in spec.items() if k is not None}, path, error)
     missing = sorted(n for n, k in spec.items() if k is None and n not in doc)
     if missing:

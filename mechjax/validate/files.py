@@ -34,3 +34,22 @@ def read_npz(path: str, what: str = ".npz file", error: type[FileError] = FileEr
     except _NPZ_READ_ERRORS as err:
         raise error(f"{what} {path!r} is not a readable .npz archive (truncated or corrupt?): "
                     f"{type(err).__name__}: {err}") from err
+
+
+_READ_CACHE: dict[tuple, object] = {}
+
+
+def read_cached(path: str, read):
+    """``read(path)``, reused while the file is unchanged (same inode, size and modification
+    time: a writer replaces files atomically, so a new version is a new inode). For the small
+    JSON files a run's accessors read again and again; the value must not be mutated."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return read(path)  # the reader says what is wrong
+    key = (os.path.abspath(path), st.st_ino, st.st_size, st.st_mtime_ns, read)
+    if key not in _READ_CACHE:
+        if len(_READ_CACHE) >= 256:
+            _READ_CACHE.clear()
+        _READ_CACHE[key] = read(path)
+    return _READ_CACHE[key]
