@@ -76,10 +76,10 @@ def quiet_library_logs() -> None:
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
-    from mechjax.loaders.files import CheckpointError
-    from mechjax.weights import WeightsError
+    # FileError covers every broken file (weights, checkpoint folders, runs, JSON inputs)
+    from mechjax.validate import FileError
     from mechjax.workdir import WorkdirError
-    return (ConfigError, WorkdirError, WeightsError, CheckpointError)
+    return (ConfigError, WorkdirError, FileError)
 
 
 USER_ERRORS = _user_errors()

@@ -20,25 +20,24 @@ example ``grokking_law``'s ``omega_sweep`` and ``p_sweep/p<p>``) opens one of th
 """
 from __future__ import annotations
 
-import builtins
 import dataclasses
-import json
 import os
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
+from mechjax import validate
 from mechjax.config import ModelConfig
 from mechjax.snapshots import SNAPSHOT_DIR
 from mechjax.sweep import METRICS_FILE, MODEL_FILE, SWEEP_FILE, TRAIN_FILE
 from mechjax.train import TrainConfig
+from mechjax.validate import RunError, run_files
+from mechjax.validate.run_files import train_config_from_dict  # noqa: F401 (was defined here)
 from mechjax.workdir import CONFIG_FILE
 
 SUMMARY_FILE = "summary.json"
 
 
-class RunError(ValueError):
-    """A workdir (or a seed, step or grid index asked of it) that does not exist."""
 
 
 def sweeps(workdir: str) -> list[str]:
@@ -71,24 +70,25 @@ def open(workdir: str, sweep: str | None = None) -> "Run":  # noqa: A001 (runs.o
                            f"workdir {workdir!r} holds no sweep ({SWEEP_FILE} is written when "
                            "a sweep starts)")
         path = os.path.join(workdir, found[0])
-    return Run(os.path.normpath(path), os.path.normpath(workdir))
+    return _check_files(Run(os.path.normpath(path), os.path.normpath(workdir)))
 
 
-def _read_json(path: str) -> Any:
-    with builtins.open(path) as f:
-        return json.load(f)
-
-
-def train_config_from_dict(values: Mapping[str, Any]) -> TrainConfig:
-    values = dict(values)
-    if values.get("eval_pools") is not None:
-        values["eval_pools"] = tuple(values["eval_pools"])
-    return TrainConfig(**values)
+def _check_files(run: "Run") -> "Run":
+    """The run's JSON files that exist are read and checked now, so a broken one is named at
+    ``open``; the arrays (``metrics.npz``, parameter snapshots) are checked as they are read (a
+    run with one bad snapshot still opens, and says which step is unreadable when asked)."""
+    run._sweep  # noqa: B018 (read for its checks)
+    for name in (MODEL_FILE, TRAIN_FILE):
+        if os.path.exists(os.path.join(run.path, name)):
+            run.model_cfg if name == MODEL_FILE else run.train_cfg  # noqa: B018
+    run.config, run.summary  # noqa: B018
+    return run
 
 
 @dataclasses.dataclass(frozen=True)
 class Run:
-    """One sweep's folder (``path``) inside an experiment's workdir (``root``)."""
+    """One sweep's folder (``path``) inside an experiment's workdir (``root``). Every accessor
+    reads its file through ``mechjax.validate`` (a broken file raises ``RunError`` naming it)."""
 
     path: str
     root: str
@@ -96,7 +96,7 @@ class Run:
     # ---- what was trained ----------------------------------------------------------------------
     @property
     def _sweep(self) -> dict[str, Any]:
-        return _read_json(os.path.join(self.path, SWEEP_FILE))
+        return validate.read_cached(os.path.join(self.path, SWEEP_FILE), run_files.read_sweep)
 
     @property
     def config(self) -> dict[str, Any] | None:
@@ -105,11 +105,13 @@ class Run:
 
     @property
     def model_cfg(self) -> ModelConfig:
-        return ModelConfig.from_dict(_read_json(os.path.join(self.path, MODEL_FILE)))
+        return validate.read_cached(os.path.join(self.path, MODEL_FILE),
+                                    run_files.read_model_config)
 
     @property
     def train_cfg(self) -> TrainConfig:
-        return train_config_from_dict(_read_json(os.path.join(self.path, TRAIN_FILE)))
+        return validate.read_cached(os.path.join(self.path, TRAIN_FILE),
+                                    run_files.read_train_config)
 
     @property
     def seeds(self) -> list[int]:
@@ -133,7 +135,7 @@ class Run:
         """A file the experiment writes beside its sweep (in the sweep's folder or the root)."""
         for folder in (self.path, self.root):
             if os.path.exists(os.path.join(folder, name)):
-                return _read_json(os.path.join(folder, name))
+                return validate.read_json(os.path.join(folder, name), "run file", RunError)
         return None
 
     # ---- metrics ---------------------------------------------------------------------------------
@@ -144,8 +146,9 @@ class Run:
         path = os.path.join(self.path, METRICS_FILE)
         if not os.path.exists(path):
             return {}
-        with np.load(path) as z:
-            return {k[len("metrics/"):]: z[k] for k in z.files if k.startswith("metrics/")}
+        sweep = self._sweep
+        z = run_files.read_metrics(path, sweep["seeds"], len(next(iter(sweep["hparams"].values()))))
+        return {k[len("metrics/"):]: v for k, v in z.items() if k.startswith("metrics/")}
 
     @property
     def steps(self) -> np.ndarray:
@@ -175,8 +178,11 @@ class Run:
         step = self._check_step(step)
         if grid is not None:
             self._check_grid(grid)
-        with np.load(os.path.join(self.path, SNAPSHOT_DIR, f"step_{step:09d}.npz")) as z:
-            return {k: z[k] if grid is None else z[k][:, grid] for k in z.files}
+        sweep = self._sweep
+        z = run_files.read_snapshot(os.path.join(self.path, SNAPSHOT_DIR, f"step_{step:09d}.npz"),
+                                    self.model_cfg, len(sweep["seeds"]),
+                                    len(next(iter(sweep["hparams"].values()))))
+        return {k: v if grid is None else v[:, grid] for k, v in z.items()}
 
     def params(self, seed: int, step: int | None = None, grid: int = 0) -> dict[str, np.ndarray]:
         """One model's parameters (TransformerLens names and shapes, no seed or grid axis)."""

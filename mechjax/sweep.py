@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
-import sys
 import time
 from typing import Callable, Mapping, Sequence
 
@@ -25,13 +24,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
-from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding, PartitionSpec
 
-from mechjax import distributed, watchdog
-from mechjax.train import Trainer, TrainState
-from mechjax.io import write_json, write_npz
+from mechjax import distributed, sweep_files, watchdog
 from mechjax.snapshots import InitState, SnapshotPolicy, snapshot_path
+from mechjax.sweep_files import (METRICS_FILE, MODEL_FILE, SWEEP_FILE,  # noqa: F401 (API)
+                                 TRAIN_FILE, write_metrics)
+from mechjax.sweep_log import log, log_local_seeds, log_progress
+from mechjax.sweep_plan import SweepPlan, padded_seed_rows, plan_sweep
+from mechjax.train import Trainer, TrainState
 from mechjax.vectorize import resolve_vectorize
 from mechjax.workdir import SaveError
 
@@ -119,22 +120,6 @@ def _shard_seeds(tree, mesh):
     return jax.tree.map(put, tree)
 
 
-def _to_host(tree):
-    if jax.process_count() > 1:
-        tree = multihost_utils.process_allgather(tree, tiled=True)
-    return jax.tree.map(np.asarray, jax.device_get(tree))
-
-
-def log(message: str, every_process: bool = False) -> None:
-    """Progress line on stderr (orbax and absl keep their own logs at WARNING); from process 0
-    only, unless ``every_process`` (then each line names its process)."""
-    if every_process and jax.process_count() > 1:
-        message = f"process {jax.process_index()}/{jax.process_count()}: {message}"
-    elif jax.process_index() != 0:
-        return
-    print(f"[mechjax {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
 def local_seed_rows(sharding: NamedSharding, n_rows: int) -> list[int]:
     """The rows of a seed axis of ``n_rows`` that this process's devices hold (and compute)."""
     rows: set[int] = set()
@@ -143,14 +128,24 @@ def local_seed_rows(sharding: NamedSharding, n_rows: int) -> list[int]:
     return sorted(rows)
 
 
-def _format_seconds(s: float) -> str:
-    s = int(max(s, 0))
-    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
-
-
-SWEEP_FILE, MODEL_FILE, TRAIN_FILE, METRICS_FILE = ("sweep.json", "model_config.json",
-                                                    "train_config.json", "metrics.npz")
 StopPredicate = Callable[[Mapping[str, np.ndarray]], bool]
+
+
+@dataclasses.dataclass
+class _Progress:
+    """The host side of a running sweep: state, metrics buffer [n_pad, n_grid, n_chunks *
+    chunk], chunks done."""
+
+    plan: SweepPlan
+    state: TrainState
+    metrics: dict[str, np.ndarray]
+    done: int = 0
+
+    def metrics_so_far(self) -> dict[str, np.ndarray]:
+        """Each ``[n_seeds, n_grid, n_evals_done]`` (padding rows dropped)."""
+        p = self.plan
+        n = min(self.done * p.chunk, p.n_evals)
+        return {k: v[:len(p.seeds), :, :n] for k, v in self.metrics.items()}
 
 
 def run_sweep(trainer: Trainer, seeds: Sequence[int],
@@ -174,167 +169,110 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
     n_evals_done]``) is asked after every chunk, and after a resume: True ends the sweep there
     (``result.stopped_early``). ``vectorize``: how seeds share a device, see ``sweep_program``.
     """
-    seeds = [int(s) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds is empty: give at least one seed")
-    defaults = trainer.default_hparams()
-    hparams = {k: np.atleast_1d(np.asarray(v, np.float32)) for k, v in (hparams or {}).items()}
-    unknown = sorted(set(hparams) - set(defaults))
-    if unknown:
-        raise ValueError(f"unknown hyperparameters {unknown}; allowed: {sorted(defaults)}")
-    n_grid = max([len(v) for v in hparams.values()] or [1])
-    bad = {k: len(v) for k, v in hparams.items() if len(v) not in (1, n_grid)}
-    if bad:
-        raise ValueError(f"hyperparameter arrays must all have length {n_grid} (or 1): {bad}")
-    full = {k: np.broadcast_to(hparams.get(k, np.asarray(defaults[k])), (n_grid,)).copy()
-            for k in defaults}
-
-    train_cfg = trainer.train_cfg
-    n_evals = train_cfg.n_evals
-    chunk = int(chunk_evals or max(1, -(-n_evals // 10)))
-    if chunk <= 0:
-        raise ValueError(f"chunk_evals={chunk_evals!r}: must be a positive integer")
-    n_chunks = -(-n_evals // chunk)
-    policy = snapshots or SnapshotPolicy()
-    snapshot_steps = policy.steps_to_save(train_cfg, chunk)
-    chunk_end = policy.chunk_steps(train_cfg, chunk)
-
+    plan = plan_sweep(trainer, seeds, hparams, chunk_evals, snapshots)
     mesh = seed_mesh()
-    n_dev = mesh.devices.size
-    n_pad = -(-len(seeds) // n_dev) * n_dev
-    padded = seeds + [seeds[-1]] * (n_pad - len(seeds))  # padding rows are dropped at the end
-    keys = np.stack([np.asarray(jax.random.PRNGKey(s)) for s in padded])
-    index = np.minimum(np.arange(n_pad), len(seeds) - 1).astype(np.int32)
-    replicated = NamedSharding(mesh, PartitionSpec())
-    grid = {k: jax.device_put(jnp.asarray(v), replicated) for k, v in full.items()}
-    seed_sharding = NamedSharding(mesh, PartitionSpec(SEED_AXIS))
+    traces = [0]
+    run_fn = sweep_program(trainer, plan.chunk, mesh, vectorize,
+                           on_trace=lambda: traces.__setitem__(0, traces[0] + 1))
+    grid = {k: jax.device_put(jnp.asarray(v), NamedSharding(mesh, PartitionSpec()))
+            for k, v in plan.hparams.items()}
+    run = _start(trainer, plan, mesh, grid, run_fn, init_state)
+    manager = None
+    if workdir is not None:
+        manager = _open_workdir(workdir, trainer, plan, run)
+    start = run.done
+    stopped = (start > 0 and stop is not None and start < plan.n_chunks
+               and bool(stop(run.metrics_so_far())))
+    t0 = time.time()
+    while run.done < plan.n_chunks and not stopped:
+        with watchdog.watch(f"training chunk {run.done + 1}/{plan.n_chunks} of "
+                            f"{len(plan.seeds)} seeds"):
+            run.state, chunk_metrics = run_fn(run.state, grid)
+            chunk_metrics = sweep_files.to_host(chunk_metrics)
+        for k, v in chunk_metrics.items():
+            run.metrics[k][:, :, run.done * plan.chunk:(run.done + 1) * plan.chunk] = v
+        run.done += 1
+        if manager is not None:
+            _save_chunk(workdir, manager, run)
+        if log_every_chunk:
+            log_progress(run.done, plan.n_chunks, start, t0, chunk_metrics,
+                         trainer.train_cfg.steps, len(plan.seeds) * plan.n_grid)
+        stopped = (stop is not None and run.done < plan.n_chunks
+                   and bool(stop(run.metrics_so_far())))
+    if stopped:
+        log(f"stopped after chunk {run.done}/{plan.n_chunks}: the stop condition holds")
+    return _finish(workdir, manager, run, traces[0], stopped)
 
+
+def _start(trainer: Trainer, plan: SweepPlan, mesh: jax.sharding.Mesh, grid, run_fn,
+           init_state: InitState | None) -> _Progress:
+    """Every seed's initial state, sharded over the seed axis, and an empty metrics buffer."""
+    keys, index = padded_seed_rows(plan.seeds, mesh.devices.size)
+    seed_sharding = NamedSharding(mesh, PartitionSpec(SEED_AXIS))
     init_one = init_state or (lambda key, hp, seed_index: trainer.init(key, hp))
     init_fn = jax.jit(jax.vmap(jax.vmap(init_one, (None, 0, None)), (0, None, 0)),
                       out_shardings=seed_sharding)
-    traces = [0]
-    run_fn = sweep_program(trainer, chunk, mesh, vectorize,
-                           on_trace=lambda: traces.__setitem__(0, traces[0] + 1))
-
     state = init_fn(_shard_seeds(keys, mesh), grid, _shard_seeds(index, mesh))
     if jax.process_count() > 1:  # which slice of the seeds this process trains
-        rows = local_seed_rows(seed_sharding, n_pad)
-        mine = [seeds[r] for r in rows if r < len(seeds)]
-        pad = sum(r >= len(seeds) for r in rows)
-        log(f"trains seeds {mine}" + (f" (+{pad} padding row{'s' * (pad > 1)})" if pad else "")
-            + f" on {jax.local_device_count()} of {n_dev} devices", every_process=True)
+        log_local_seeds(plan.seeds, local_seed_rows(seed_sharding, len(keys)), mesh.devices.size)
     metric_shapes = jax.eval_shape(run_fn, state, grid)[1]
-    metrics = {k: np.full((n_pad, n_grid, n_chunks * chunk), np.nan, np.float32)
-               for k in metric_shapes}
-    real = slice(0, len(seeds))
-    done_metrics = lambda c: {k: v[real, :, :min(c * chunk, n_evals)] for k, v in metrics.items()}
+    metrics = {k: np.full((len(keys), plan.n_grid, plan.n_chunks * plan.chunk), np.nan,
+                          np.float32) for k in metric_shapes}
+    return _Progress(plan, state, metrics)
 
-    manager, start = None, 0
-    if workdir is not None:
-        _write_run_files(workdir, trainer, seeds, full, chunk, snapshot_steps)
-        # Process 0's view decides: another process may look after process 0 wrote the file,
-        # and a snapshot gathers from every process, so all must enter it or none.
-        if 0 in snapshot_steps and distributed.agree(
-                not os.path.exists(snapshot_path(workdir, 0))):
-            _save_snapshot(workdir, 0, state, len(seeds))
-        manager = ocp.CheckpointManager(
-            os.path.abspath(os.path.join(workdir, "checkpoints")),
-            options=ocp.CheckpointManagerOptions(max_to_keep=2, create=True,
-                                                 enable_async_checkpointing=False))
-        latest = manager.latest_step()
-        if latest is not None:
-            target = {"state": jax.tree.map(ocp.utils.to_shape_dtype_struct, state),
-                      "metrics": metrics}
-            restored = manager.restore(latest, args=ocp.args.StandardRestore(target))
-            state, metrics = restored["state"], {k: np.asarray(v) for k, v in
-                                                 restored["metrics"].items()}
-            start = latest
-            log(f"resumed from the checkpoint after chunk {start}/{n_chunks} "
-                f"(step {int(np.asarray(_to_host(state.step)).max())})")
 
-    done = start
-    stopped = start > 0 and stop is not None and start < n_chunks and bool(stop(done_metrics(start)))
-    t0 = time.time()
-    while done < n_chunks and not stopped:
-        with watchdog.watch(f"training chunk {done + 1}/{n_chunks} of {len(seeds)} seeds"):
-            state, chunk_metrics = run_fn(state, grid)
-            chunk_metrics = _to_host(chunk_metrics)
-        for k, v in chunk_metrics.items():
-            metrics[k][:, :, done * chunk:(done + 1) * chunk] = v
-        done += 1
-        if workdir is not None:
-            try:
-                if chunk_end[done - 1] in snapshot_steps:  # before the checkpoint: a crash redoes it
-                    _save_snapshot(workdir, chunk_end[done - 1], state, len(seeds))
-                manager.save(done, args=ocp.args.StandardSave({"state": state,
-                                                                "metrics": metrics}))
-                manager.wait_until_finished()  # raises if the save failed
-                if jax.process_index() == 0:  # the one metrics file, readable while it runs
-                    write_metrics(os.path.join(workdir, METRICS_FILE), done_metrics(done), full,
-                                  seeds)
-            except Exception as err:  # orbax wraps OS errors in several types
-                raise SaveError(workdir, done, n_chunks, manager.latest_step(), err) from err
-        if log_every_chunk:
-            _log_progress(done, n_chunks, start, t0, chunk_metrics, trainer,
-                          len(seeds) * n_grid)
-        stopped = stop is not None and done < n_chunks and bool(stop(done_metrics(done)))
-    if stopped:
-        log(f"stopped after chunk {done}/{n_chunks}: the stop condition holds")
+def _open_workdir(workdir: str, trainer: Trainer, plan: SweepPlan, run: _Progress):
+    """Resume from the latest checkpoint (``run`` is updated in place), then write the run files
+    and the step-0 snapshot; returns the checkpoint manager. The checkpoint is restored (and
+    checked) first, so a broken one stops the sweep before it writes anything."""
+    manager = sweep_files.checkpoint_manager(workdir)
+    state, metrics, done = sweep_files.restore(manager, run.state, run.metrics)
+    sweep_files.write_run_files(workdir, trainer, plan.seeds, plan.hparams, plan.chunk,
+                                plan.snapshot_steps)
+    # Process 0's view decides: another process may look after process 0 wrote the file,
+    # and a snapshot gathers from every process, so all must enter it or none.
+    if 0 in plan.snapshot_steps and distributed.agree(
+            not os.path.exists(snapshot_path(workdir, 0))):
+        sweep_files.save_snapshot(workdir, 0, run.state, len(plan.seeds))  # the initial state
+    run.state, run.metrics, run.done = state, metrics, done
+    if run.done:
+        step = int(np.asarray(sweep_files.to_host(run.state.step)).max())
+        log(f"resumed from the checkpoint after chunk {run.done}/{plan.n_chunks} (step {step})")
+    return manager
 
-    state = jax.tree.map(lambda x: x[real], _to_host(state))
+
+def _save_chunk(workdir: str, manager, run: _Progress) -> None:
+    """The snapshot (if the policy names this chunk's step), the checkpoint, the metrics file."""
+    plan, done = run.plan, run.done
+    try:
+        if plan.chunk_end[done - 1] in plan.snapshot_steps:  # before the checkpoint: a crash redoes it
+            sweep_files.save_snapshot(workdir, plan.chunk_end[done - 1], run.state,
+                                      len(plan.seeds))
+        manager.save(done, args=ocp.args.StandardSave({"state": run.state,
+                                                        "metrics": run.metrics}))
+        manager.wait_until_finished()  # raises if the save failed
+        if jax.process_index() == 0:
+            sweep_files.write_manifest(manager, done)  # what a resume checks first
+            # the one metrics file, readable while it runs
+            write_metrics(os.path.join(workdir, METRICS_FILE), run.metrics_so_far(),
+                          plan.hparams, plan.seeds)
+    except Exception as err:  # orbax wraps OS errors in several types
+        raise SaveError(workdir, done, plan.n_chunks, manager.latest_step(), err) from err
+
+
+def _finish(workdir: str | None, manager, run: _Progress, traces: int,
+            stopped: bool) -> SweepResult:
+    """The result on the host (padding rows dropped); the metrics file of a sweep that had
+    nothing left to run; every process waits until process 0 has written its files."""
+    plan = run.plan
+    state = jax.tree.map(lambda x: x[:len(plan.seeds)], sweep_files.to_host(run.state))
     if manager is not None:
-        if jax.process_index() == 0 and not os.path.exists(os.path.join(workdir, METRICS_FILE)):
-            write_metrics(os.path.join(workdir, METRICS_FILE), done_metrics(done), full, seeds)
+        path = os.path.join(workdir, METRICS_FILE)
+        if jax.process_index() == 0 and not os.path.exists(path):
+            write_metrics(path, run.metrics_so_far(), plan.hparams, plan.seeds)
         manager.close()
         # process 0 writes the files: a process that reads the workdir next (a branch from a
         # snapshot, runs.open) must not look before they are there
         distributed.barrier("mechjax: sweep files written")
-    return SweepResult(state=state, metrics=done_metrics(done), seeds=seeds, hparams=full,
-                       traces=traces[0], stopped_early=stopped)
-
-
-def _write_run_files(workdir: str, trainer: Trainer, seeds: list[int],
-                     hparams: Mapping[str, np.ndarray], chunk: int,
-                     snapshot_steps: list[int]) -> None:
-    """What ``mechjax.runs`` needs to rebuild the models without the experiment's code."""
-    if jax.process_index() != 0:
-        return
-    write_json(os.path.join(workdir, MODEL_FILE), trainer.model_cfg.to_dict())
-    write_json(os.path.join(workdir, TRAIN_FILE), dataclasses.asdict(trainer.train_cfg))
-    write_json(os.path.join(workdir, SWEEP_FILE), {
-        "seeds": seeds, "hparams": {k: v.tolist() for k, v in hparams.items()},
-        "chunk_evals": chunk, "snapshot_steps": snapshot_steps, "task": trainer.task.name})
-
-
-def _save_snapshot(workdir: str, step: int, state: TrainState, n_seeds: int) -> None:
-    """Parameters ``{name: [n_seeds, n_grid, ...]}`` at ``step`` (atomic write)."""
-    params = jax.tree.map(lambda x: x[:n_seeds], _to_host(state.params))
-    if jax.process_index() == 0:
-        write_npz(snapshot_path(workdir, step), params)
-
-
-def _log_progress(done: int, total: int, done_at_start: int, t0: float,
-                  chunk_metrics: Mapping[str, np.ndarray], trainer: Trainer, n_runs: int) -> None:
-    elapsed = time.time() - t0
-    per_chunk = elapsed / max(done - done_at_start, 1)
-    step = int(np.nanmax(chunk_metrics["step"]))
-    steps_per_chunk = trainer.train_cfg.steps * (done - done_at_start) / total
-    rate = n_runs * steps_per_chunk / max(elapsed, 1e-9)
-    last = np.nanargmax(chunk_metrics["step"][0, 0])  # the last interval that ran steps
-    loss = float(np.nanmean(chunk_metrics["train/loss"][..., last]))
-    diverged = int(np.sum(chunk_metrics["finite"][..., last] == 0))
-    log(f"chunk {done}/{total} | step {min(step, trainer.train_cfg.steps)}/"
-        f"{trainer.train_cfg.steps} | {rate:.0f} model-steps/s | elapsed "
-        f"{_format_seconds(elapsed)} | ETA {_format_seconds(per_chunk * (total - done))} | "
-        f"train/loss {loss:.4f}" + (f" | {diverged} runs diverged" if diverged else ""))
-
-
-def write_metrics(path: str, metrics: Mapping[str, np.ndarray],
-                  hparams: Mapping[str, np.ndarray], seeds: Sequence[int]) -> None:
-    """The metrics file of a sweep (atomic write): ``metrics/<name>`` ``[n_seeds, n_grid,
-    n_evals]`` (``metrics/step`` holds the step after each evaluation), ``hparams/<name>``
-    ``[n_grid]``, ``seeds`` ``[n_seeds]``. Read it with ``mechjax.runs.open``."""
-    arrays = {f"metrics/{k}": np.asarray(v) for k, v in metrics.items()}
-    arrays.update({f"hparams/{k}": np.asarray(v) for k, v in hparams.items()})
-    arrays["seeds"] = np.asarray(seeds)
-    write_npz(path, arrays)
+    return SweepResult(state=state, metrics=run.metrics_so_far(), seeds=plan.seeds,
+                       hparams=plan.hparams, traces=traces, stopped_early=stopped)

@@ -2,23 +2,24 @@
 
 A loaded file must match the config exactly, with one allowance: parameters the config does not
 have (a file's all-zero biases, a dropped MLP) are ignored only when every entry is exactly zero,
-so that loading never silently discards a trained weight.
+so that loading never silently discards a trained weight. Every tensor must be floating and
+finite (``mechjax.validate``): a NaN in one weight is refused, naming the tensor, instead of
+evaluating to a plausible but wrong accuracy.
 """
 from __future__ import annotations
 
-import os
 from typing import Mapping
 
 import jax.numpy as jnp
 import numpy as np
 
+from mechjax import validate
 from mechjax.config import ModelConfig
 from mechjax.io import write_npz
 from mechjax.model import Params, param_shapes
+from mechjax.validate import WeightsError
 
-
-class WeightsError(ValueError):
-    """A weights file is missing, unreadable or does not fit the model config."""
+__all__ = ["WeightsError", "load_npz", "params_from_state_dict", "read_npz", "save_npz"]
 
 
 def save_npz(params: Mapping[str, object], path: str) -> None:
@@ -27,19 +28,20 @@ def save_npz(params: Mapping[str, object], path: str) -> None:
 
 
 def read_npz(path: str) -> dict[str, np.ndarray]:
-    if not os.path.exists(path):
-        raise WeightsError(f"weights file {path!r} does not exist")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {k: np.asarray(data[k]) for k in data.files}
-    except Exception as err:  # zipfile / format errors: report the file, not a traceback riddle
-        raise WeightsError(f"weights file {path!r} is not a readable .npz state dict: {err}") from err
+    """Every tensor of the state dict at ``path``, after checking that the file opens completely
+    and that its tensors are floating and finite."""
+    state = validate.read_npz(path, "weights file", WeightsError)
+    source = f"weights file {path!r}"
+    validate.check_floating(state, state, source, WeightsError)
+    validate.check_finite(state, source, WeightsError)
+    return state
 
 
 def params_from_state_dict(state: Mapping[str, np.ndarray], cfg: ModelConfig,
                            source: str = "state dict") -> Params:
     """Check ``state`` against ``cfg`` and return the config's parameters as float32 arrays."""
     expected = param_shapes(cfg)
+    validate.check_finite(state, source, WeightsError)  # before the shapes: a NaN is named as one
     missing = sorted(set(expected) - set(state))
     mismatched = [f"{k}: file {tuple(state[k].shape)} vs config {expected[k]}"
                   for k in sorted(expected) if k in state and tuple(state[k].shape) != expected[k]]
@@ -53,9 +55,12 @@ def params_from_state_dict(state: Mapping[str, np.ndarray], cfg: ModelConfig,
         problems.append(f"non-zero parameters the config does not have {extra_nonzero}")
     if problems:
         raise WeightsError(f"{source} does not fit the model config: " + ", ".join(problems))
+    validate.check_floating(state, expected, source, WeightsError)
     return {k: jnp.asarray(state[k], jnp.float32) for k in expected}
 
 
 def load_npz(path: str, cfg: ModelConfig) -> Params:
     """Load an ``.npz`` state dict as parameters of ``cfg`` (see module docstring)."""
-    return params_from_state_dict(read_npz(path), cfg, source=f"weights file {path!r}")
+    # params_from_state_dict checks the config's tensors; any other must be all zeros there
+    return params_from_state_dict(validate.read_npz(path, "weights file", WeightsError), cfg,
+                                  source=f"weights file {path!r}")

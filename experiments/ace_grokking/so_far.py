@@ -9,7 +9,6 @@ value there is left out), and how far each branch got. The analysis is the exper
 """
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -18,7 +17,7 @@ import numpy as np
 
 from experiments.ace_grokking import run as grok
 from experiments.ace_grokking.schema import SCHEMA
-from mechjax import runs
+from mechjax import runs, validate
 from mechjax.config import ConfigError
 from mechjax.io import write_json
 from mechjax.workdir import CONFIG_FILE
@@ -46,8 +45,8 @@ def analyse_so_far(workdir: str) -> dict[str, Any]:
     path = os.path.join(workdir, CONFIG_FILE)
     if not os.path.exists(path):
         raise ConfigError(f"--workdir={workdir!r}: no {CONFIG_FILE}; not an ace_grokking run")
-    with open(path) as f:
-        b = grok.build(SCHEMA.validate(ml_collections.ConfigDict(json.load(f))))
+    b = grok.build(SCHEMA.validate(ml_collections.ConfigDict(
+        validate.read_json(path, "run config"))))
     epochs = reached_epochs(b, workdir)
     if not epochs["wd1"]:
         raise ConfigError(f"--workdir={workdir!r}: no checkpoint saved yet")
@@ -85,7 +84,7 @@ if __name__ == "__main__":
         del argv
         try:
             result = analyse_so_far(_WORKDIR.value)
-        except ConfigError as err:
+        except (ConfigError, validate.FileError) as err:  # a bad config or a broken file
             raise SystemExit(f"error: {err}") from None
         print(format_table(result))
         if _OUT.value:

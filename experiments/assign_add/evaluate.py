@@ -25,10 +25,12 @@ import numpy as np
 from absl import app, flags
 
 from mechjax.config import ModelConfig
+from mechjax.experiment import quiet_library_logs
 from mechjax.io import write_json
 from mechjax.model import Params, apply
 from mechjax.tasks import assign_add as aa
-from mechjax.weights import WeightsError, load_npz
+from mechjax.validate import FileError
+from mechjax.weights import load_npz
 
 try:  # exact one-position logits (tested against the full forward pass); optional
     from mechjax import fastpath as _fastpath
@@ -126,13 +128,14 @@ def main(argv):
     workdir = _WORKDIR.value
     if os.path.exists(workdir) and not os.path.isdir(workdir):
         sys.exit(f"evaluate: --workdir={workdir!r} exists and is not a folder")
+    quiet_library_logs()  # an error is the one line below, not after JAX's start-up chatter
     cfg = aa.model_config()
     try:  # every input is checked before anything is written
         params = load_npz(_WEIGHTS.value, cfg)
         heldout = aa.load_heldout_pairs(_HELDOUT.value) if _HELDOUT.value else None
         if heldout is not None:
             aa.split_from_heldout(heldout)
-    except (WeightsError, FileNotFoundError, ValueError, KeyError) as err:
+    except (FileError, FileNotFoundError, ValueError) as err:  # FileError: a broken file
         sys.exit(f"evaluate: {err}")
     start = time.time()
     summary = evaluate(params, heldout, seed=_SEED.value, pool_size=_POOL.value,

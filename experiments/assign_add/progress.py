@@ -10,7 +10,6 @@ A paper-scale run takes hours on CPU; this is how to follow it without waiting f
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any
@@ -19,7 +18,7 @@ import numpy as np
 from absl import app, flags
 
 from experiments.assign_add import analysis as an
-from mechjax import runs
+from mechjax import runs, validate
 
 LATEST = ("acc/0var_heldout", "acc/1var_train", "acc/2var_two_misplaced", "acc/2var_heldout")
 
@@ -38,8 +37,7 @@ def read(workdir: str) -> dict[str, Any]:
             raise ProgressError(f"{path} does not exist: --workdir must be the folder of a "
                                 "started `python -m experiments.assign_add` run (metrics.npz "
                                 "appears after its first chunk)")
-    with open(config_path) as f:
-        config = json.load(f)
+    config = validate.read_json(config_path, "run config")
     phase_cfg = config.get("phases")
     if not isinstance(phase_cfg, dict) or "threshold" not in phase_cfg:
         raise ProgressError(f"{config_path} has no 'phases' block: not an Assign-and-Add "
@@ -80,7 +78,7 @@ def main(argv):
         sys.exit("--workdir is required: the folder of an Assign-and-Add training run")
     try:
         print(format_progress(read(workdir)))
-    except (ProgressError, runs.RunError) as e:
+    except (ProgressError, validate.FileError) as e:  # FileError: a broken file
         sys.exit(f"error: {e}")
 
 

@@ -7,11 +7,13 @@ safetensors checkpoint never imports torch.
 """
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 import numpy as np
+
+from mechjax import validate
+from mechjax.validate import CheckpointError
 
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
@@ -20,9 +22,6 @@ TORCH_FILE = "pytorch_model.bin"
 WEIGHT_FILES = (SAFETENSORS_FILE, SAFETENSORS_INDEX_FILE, TORCH_FILE)
 
 
-class CheckpointError(ValueError):
-    """A checkpoint folder is missing, unreadable or not of the expected model; the message names
-    the path or value and what is allowed."""
 
 
 def check_folder(folder: str) -> str:
@@ -40,28 +39,25 @@ def read_config(folder: str) -> dict[str, Any]:
     if not os.path.isfile(path):
         raise CheckpointError(f"{path!r} does not exist; a transformers checkpoint folder holds "
                               f"{CONFIG_FILE} beside its weights")
-    try:
-        with open(path) as f:
-            values = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CheckpointError(f"{path!r} is not valid JSON: {err}") from err
-    if not isinstance(values, dict):
-        raise CheckpointError(f"{path!r} holds a JSON {type(values).__name__}; expected an "
-                              "object of config keys")
-    return values
+    return validate.read_json(path, "checkpoint config", CheckpointError)
+
+
+def weights_path(folder: str) -> str:
+    """The weights file the checkpoint in ``folder`` is read from (``WEIGHT_FILES`` order)."""
+    check_folder(folder)
+    for name in WEIGHT_FILES:
+        if os.path.isfile(os.path.join(folder, name)):
+            return os.path.join(folder, name)
+    raise CheckpointError(f"checkpoint folder {folder!r} has no weights file; expected one of "
+                          f"{WEIGHT_FILES}")
 
 
 def read_state_dict(folder: str) -> dict[str, np.ndarray]:
     """Every tensor of the checkpoint in ``folder``, by its ``transformers`` name, as numpy."""
-    check_folder(folder)
-    for name in WEIGHT_FILES:
-        path = os.path.join(folder, name)
-        if os.path.isfile(path):
-            reader = {SAFETENSORS_FILE: _read_safetensors, SAFETENSORS_INDEX_FILE: _read_sharded,
-                      TORCH_FILE: _read_torch}[name]
-            return reader(path)
-    raise CheckpointError(f"checkpoint folder {folder!r} has no weights file; expected one of "
-                          f"{WEIGHT_FILES}")
+    path = weights_path(folder)
+    reader = {SAFETENSORS_FILE: _read_safetensors, SAFETENSORS_INDEX_FILE: _read_sharded,
+              TORCH_FILE: _read_torch}[os.path.basename(path)]
+    return reader(path)
 
 
 def _read_safetensors(path: str) -> dict[str, np.ndarray]:
@@ -73,13 +69,12 @@ def _read_safetensors(path: str) -> dict[str, np.ndarray]:
 
 
 def _read_sharded(index_path: str) -> dict[str, np.ndarray]:
-    try:
-        with open(index_path) as f:
-            weight_map = json.load(f)["weight_map"]
-        shards = sorted(set(weight_map.values()))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise CheckpointError(f"{index_path!r} is not a safetensors index (a JSON object with a "
-                              f"'weight_map' of tensor name -> shard file): {err}") from err
+    index = validate.read_json(index_path, "safetensors index", CheckpointError)
+    what = "an object of tensor name -> shard file"
+    weight_map = validate.require(index, "weight_map", dict, index_path, CheckpointError, what)
+    if not all(isinstance(v, str) for v in weight_map.values()):
+        raise CheckpointError(f"{index_path!r}: key 'weight_map' is not {what}")
+    shards = sorted(set(weight_map.values()))
     state: dict[str, np.ndarray] = {}
     for shard in shards:
         state.update(_read_safetensors(os.path.join(os.path.dirname(index_path), shard)))

@@ -41,7 +41,6 @@ pools are drawn from the key each call (a fixed key gives a fixed pool).
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import random
 from typing import Literal, Sequence
@@ -155,19 +154,26 @@ def split_from_heldout(heldout_pairs) -> PairSplit:
 
 
 def load_heldout_pairs(path: str) -> np.ndarray:
-    """Read ``heldout_pairs.json`` (a dict with ``heldout_pairs`` or a bare list) -> ``[n, 2]``."""
+    """Read ``heldout_pairs.json`` (a dict with ``heldout_pairs`` or a bare list) -> ``[n, 2]``;
+    a broken file raises ``mechjax.validate.FileError`` (a ``ValueError``) naming it."""
+    from mechjax import validate
     if not os.path.exists(path):
         raise FileNotFoundError(f"held-out pair file {path!r} does not exist")
+    what = "a list of [x, y] pairs"
+    data = validate.read_json(path, "held-out pair file", top=(dict, list))
+    pairs = validate.require(data, "heldout_pairs", list, path, expected=what) \
+        if isinstance(data, dict) else data
     try:
-        with open(path) as fh:
-            data = json.load(fh)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"held-out pair file {path!r} is not valid JSON: {err}") from err
-    pairs = data["heldout_pairs"] if isinstance(data, dict) else data
-    arr = np.asarray(pairs, np.int32)
+        arr = np.asarray(pairs)
+    except ValueError as err:  # ragged lists
+        raise validate.FileError(f"held-out pair file {path!r}: expected {what}: {err}") from err
+    if arr.size and arr.dtype.kind not in "iu":
+        raise validate.FileError(f"held-out pair file {path!r}: pairs of {arr.dtype.name}; "
+                                 "expected integers")
+    arr = arr.astype(np.int32)
     if arr.ndim != 2 or arr.shape[1] != 2:
-        raise ValueError(f"held-out pair file {path!r}: expected a list of [x, y], got shape "
-                         f"{arr.shape}")
+        raise validate.FileError(f"held-out pair file {path!r}: expected a list of [x, y], got "
+                                 f"shape {arr.shape}")
     return arr
 
 

@@ -1,0 +1,109 @@
+"""What validating a run's files adds to opening it: ``runs.open`` and every accessor (model and
+train config, metrics, every parameter snapshot with all seeds and grid points) against the same
+reads without the checks (plain ``json.load`` / ``np.load``, as ``mechjax.runs`` read before
+``mechjax.validate``), paired in one process, in alternating order, with the page cache warm.
+
+    python -m experiments.benchmark.validate_cost --workdir=RUN [--repeats=15]
+
+prints the median seconds of each and their ratio (the acceptance bound is < 1.05).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import statistics
+import time
+
+import numpy as np
+from absl import app, flags
+
+from mechjax import runs
+from mechjax.config import ModelConfig
+from mechjax.snapshots import SNAPSHOT_DIR
+from mechjax.sweep_files import METRICS_FILE, MODEL_FILE, SWEEP_FILE, TRAIN_FILE
+from mechjax.train import TrainConfig
+
+_WORKDIR = flags.DEFINE_string("workdir", None, "a finished run's workdir (one sweep)")
+_REPEATS = flags.DEFINE_integer("repeats", 15, "paired measurements")
+
+
+def open_validated(workdir: str) -> int:
+    """Everything a run holds, through ``mechjax.runs``; returns the bytes of parameters read."""
+    run = runs.open(workdir)
+    run.model_cfg, run.train_cfg, run.seeds, run.hparams, run.config  # noqa: B018
+    run.metrics  # noqa: B018
+    total = 0
+    for step in run.steps_saved:
+        params = run.stacked_params(step, grid=None)
+        total += sum(v.nbytes for v in params.values())
+    return total
+
+
+def open_unchecked(workdir: str) -> int:
+    """The same reads without any check (the reader before ``mechjax.validate``)."""
+    def read_json(name):
+        with open(os.path.join(workdir, name)) as f:
+            return json.load(f)
+
+    sweep = read_json(SWEEP_FILE)
+    ModelConfig.from_dict(read_json(MODEL_FILE))
+    train = read_json(TRAIN_FILE)
+    train["eval_pools"] = tuple(train["eval_pools"]) if train.get("eval_pools") else None
+    TrainConfig(**train)
+    [int(s) for s in sweep["seeds"]], {k: np.asarray(v) for k, v in sweep["hparams"].items()}
+    read_json("config.json")
+    with np.load(os.path.join(workdir, METRICS_FILE)) as z:
+        {k: z[k] for k in z.files if k.startswith("metrics/")}
+    folder = os.path.join(workdir, SNAPSHOT_DIR)
+    total = 0
+    for name in sorted(os.listdir(folder)):
+        if name.startswith("step_") and name.endswith(".npz"):
+            with np.load(os.path.join(folder, name)) as z:
+                params = {k: z[k] for k in z.files}  # held as a dict, as Run returns them
+            total += sum(v.nbytes for v in params.values())
+    return total
+
+
+@dataclasses.dataclass
+class Timing:
+    validated: list[float]
+    unchecked: list[float]
+    nbytes: int
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.validated) / statistics.median(self.unchecked)
+
+
+def measure(workdir: str, repeats: int) -> Timing:
+    a = open_validated(workdir)
+    b = open_unchecked(workdir)  # warm the page cache, and the same bytes both ways
+    if a != b:
+        raise SystemExit(f"the two readers read different amounts ({a} vs {b} bytes)")
+    out = Timing([], [], a)
+    for i in range(repeats):
+        order = [(open_validated, out.validated), (open_unchecked, out.unchecked)]
+        for fn, times in (order if i % 2 == 0 else order[::-1]):
+            t0 = time.perf_counter()
+            fn(workdir)
+            times.append(time.perf_counter() - t0)
+    return out
+
+
+def main(argv):
+    del argv
+    t = measure(_WORKDIR.value, _REPEATS.value)
+    n_snap = len(runs.open(_WORKDIR.value).steps_saved)
+    print(f"{_WORKDIR.value}: {n_snap} snapshots, {t.nbytes / 2 ** 20:.1f} MiB of parameters; "
+          f"{_REPEATS.value} paired repeats")
+    print(f"validated open: median {statistics.median(t.validated) * 1e3:.1f} ms "
+          f"(min {min(t.validated) * 1e3:.1f})")
+    print(f"unchecked open: median {statistics.median(t.unchecked) * 1e3:.1f} ms "
+          f"(min {min(t.unchecked) * 1e3:.1f})")
+    print(f"ratio of medians: {t.ratio:.3f}")
+
+
+if __name__ == "__main__":
+    flags.mark_flag_as_required("workdir")
+    app.run(main)

@@ -1,0 +1,85 @@
+"""Arrays of a loaded file checked against what the reader expects: keys, shapes, dtypes, and
+floating entries that are finite. Each check raises ``error`` with one line naming ``source`` (the
+file) and the offending keys or tensor."""
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from mechjax.validate.errors import FileError
+
+_SHOWN = 6  # names listed in a message before it says how many more
+
+
+def _names(names: list[str]) -> str:
+    more = f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else ""
+    return f"{names[:_SHOWN]}{more}"
+
+
+def check_keys(arrays: Mapping[str, object], expected: Iterable[str], source: str,
+               error: type[FileError] = FileError, what: str = "keys") -> None:
+    """Every name of ``expected`` is in ``arrays``."""
+    missing = sorted(set(expected) - set(arrays))
+    if missing:
+        raise error(f"{source}: missing {what} {_names(missing)}")
+
+
+def check_shapes(arrays: Mapping[str, np.ndarray], expected: Mapping[str, tuple[int, ...]],
+                 source: str, error: type[FileError] = FileError) -> None:
+    """Each array named in ``expected`` (and present) has exactly that shape."""
+    wrong = [f"{k}: file {tuple(arrays[k].shape)} vs expected {tuple(v)}"
+             for k, v in sorted(expected.items())
+             if k in arrays and tuple(arrays[k].shape) != tuple(v)]
+    if wrong:
+        raise error(f"{source}: shape mismatches [{'; '.join(wrong[:_SHOWN])}]")
+
+
+def check_floating(arrays: Mapping[str, np.ndarray], names: Iterable[str], source: str,
+                   error: type[FileError] = FileError) -> None:
+    """Each array of ``names`` holds real floating-point numbers (float16/32/64)."""
+    wrong = [f"{k}: {arrays[k].dtype}" for k in sorted(names)
+             if k in arrays and not np.issubdtype(arrays[k].dtype, np.floating)]
+    if wrong:
+        raise error(f"{source}: tensors of a non-floating dtype [{'; '.join(wrong[:_SHOWN])}]; "
+                    "expected float16, float32 or float64")
+
+
+def _all_finite(x: np.ndarray) -> bool:
+    # One BLAS pass: x . x is NaN or inf when any entry is (squares are never negative, so no
+    # inf - inf), at about memory bandwidth. Only a file that really holds non-finite entries,
+    # or finite ones whose squares overflow (|x| > 1e19), pays for the elementwise test.
+    if x.size == 0:
+        return True
+    flat = np.ascontiguousarray(x).reshape(-1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.dot(flat, flat)):
+            return True
+    return bool(np.isfinite(x).all())
+
+
+def check_finite(arrays: Mapping[str, np.ndarray], source: str,
+                 error: type[FileError] = FileError, names: Iterable[str] | None = None) -> None:
+    """Every floating array (of ``names``, default all) is finite; the error names the first
+    tensor that is not and how many of its entries are NaN or infinite."""
+    for k in sorted(arrays if names is None else names):
+        x = np.asarray(arrays[k])
+        if np.issubdtype(x.dtype, np.floating) and not _all_finite(x):
+            bad = int(np.count_nonzero(~np.isfinite(x)))
+            others = [n for n in sorted(arrays if names is None else names) if n != k
+                      and np.issubdtype(np.asarray(arrays[n]).dtype, np.floating)
+                      and not _all_finite(np.asarray(arrays[n]))]
+            also = f" (also not finite: {_names(others)})" if others else ""
+            raise error(f"{source}: tensor {k!r} has {bad} of {x.size} entries that are not "
+                        f"finite (NaN or inf){also}; weights must be finite")
+
+
+def nonfinite_rows(arrays: Mapping[str, np.ndarray], n_leading: int) -> np.ndarray:
+    """``[*leading]`` bool: which index of the first ``n_leading`` axes (e.g. ``[seed, grid]``)
+    has a non-finite entry in any floating array (all share those leading axes)."""
+    first = next(iter(arrays.values()))
+    bad = np.zeros(first.shape[:n_leading], bool)
+    for x in arrays.values():
+        if np.issubdtype(x.dtype, np.floating) and not _all_finite(x):
+            bad |= ~np.isfinite(x.reshape(*x.shape[:n_leading], -1)).all(-1)
+    return bad
