@@ -24,10 +24,6 @@ from mechjax.snapshots import SNAPSHOT_DIR
 from mechjax.sweep_files import METRICS_FILE, MODEL_FILE, SWEEP_FILE, TRAIN_FILE
 from mechjax.train import TrainConfig
 
-_WORKDIR = flags.DEFINE_string("workdir", None, "a finished run's workdir (one sweep)")
-_REPEATS = flags.DEFINE_integer("repeats", 15, "paired measurements")
-
-
 def open_validated(workdir: str) -> int:
     """Everything a run holds, through ``mechjax.runs``; returns the bytes of parameters read."""
     run = runs.open(workdir)
@@ -93,10 +89,11 @@ def measure(workdir: str, repeats: int) -> Timing:
 
 def main(argv):
     del argv
-    t = measure(_WORKDIR.value, _REPEATS.value)
-    n_snap = len(runs.open(_WORKDIR.value).steps_saved)
-    print(f"{_WORKDIR.value}: {n_snap} snapshots, {t.nbytes / 2 ** 20:.1f} MiB of parameters; "
-          f"{_REPEATS.value} paired repeats")
+    workdir, repeats = flags.FLAGS.workdir, flags.FLAGS.repeats
+    t = measure(workdir, repeats)
+    n_snap = len(runs.open(workdir).steps_saved)
+    print(f"{workdir}: {n_snap} snapshots, {t.nbytes / 2 ** 20:.1f} MiB of parameters; "
+          f"{repeats} paired repeats")
     print(f"validated open: median {statistics.median(t.validated) * 1e3:.1f} ms "
           f"(min {min(t.validated) * 1e3:.1f})")
     print(f"unchecked open: median {statistics.median(t.unchecked) * 1e3:.1f} ms "
@@ -104,6 +101,8 @@ def main(argv):
     print(f"ratio of medians: {t.ratio:.3f}")
 
 
-if __name__ == "__main__":
-    flags.mark_flag_as_required("workdir")
+if __name__ == "__main__":  # flags defined here: importing the module (tests walk every module)
+    # must not clash with other modules' --workdir
+    flags.DEFINE_string("workdir", None, "a finished run's workdir (one sweep)", required=True)
+    flags.DEFINE_integer("repeats", 15, "paired measurements", lower_bound=1)
     app.run(main)
