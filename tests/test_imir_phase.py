@@ -178,6 +178,11 @@ def test_tiny_end_to_end(tmp_path):
     # (float32 solver noise), and against SGD on full weights from the same point
     assert saved["exact_vs_full_ode/max_rel_deviation"] < 1e-3
     assert saved["ode_vs_training/max_rel_deviation"] < 0.05
+    # the headline validation: a full transformer of the theory's architecture, trained on the
+    # cell(s) next to the exact boundary, forms the circuit the exact dynamics predict (the tiny
+    # standard-architecture cells form neither circuit in their few steps: not asserted)
+    assert saved["winner_agreement/theory_arch_cells"] >= 1
+    assert saved["winner_agreement/theory_arch"] == 1.0, saved["cells_exact/winner_trained"]
     # the exact theorems stage: the protocol point on the exact loss is the 4-coordinate one at
     # f_v = 0 (float32 rounding), f_r = 1 never forms IWL, and within 200 steps delta, gamma,
     # alpha move, in that order, and beta does not (in the exact dynamics and in training alike)
