@@ -22,6 +22,12 @@ def test_tiny_config_end_to_end(tmp_path):
                 "trained/n_settled", "trained/winner_agreement_per_save"):
         assert key in summary
     assert sum(summary["trained/win_fractions"].values()) == pytest.approx(1.0)
+    # the headline: every trained initialization settles, on the route the exact ODE predicts
+    # from its start, and the largest initial route is a worse predictor (measured 1.0 vs 0.0)
+    assert summary["trained/n_settled"] == c.trained.n_inits
+    assert summary["winner_agreement_ode_vs_training"] == 1.0
+    assert summary["winner_agreement_ode_vs_training"] - \
+        summary["largest_init_predictor_accuracy"] >= 0.5
     with open(os.path.join(wd, "summary.json")) as f:
         assert json.load(f)["n_boundary_cells"] == summary["n_boundary_cells"]
     m = np.load(os.path.join(wd, "metrics.npz"))
