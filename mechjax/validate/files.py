@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import zipfile
 import zlib
-from typing import Callable
 
 import numpy as np
 
@@ -24,20 +23,13 @@ def require_file(path: str, what: str, error: type[FileError] = FileError) -> st
     return path
 
 
-def read_npz(path: str, what: str = ".npz file", error: type[FileError] = FileError,
-             on_read: Callable[[str, np.ndarray], None] | None = None
+def read_npz(path: str, what: str = ".npz file", error: type[FileError] = FileError
              ) -> dict[str, np.ndarray]:
     """Every array of the ``.npz`` archive at ``path``, each read to its end (zipfile checks each
-    member's CRC as it is read, so a damaged member fails here, not as wrong numbers later).
-    ``on_read(name, array)`` runs on each array right after it is read, while it is in cache."""
+    member's CRC as it is read, so a damaged member fails here, not as wrong numbers later)."""
     try:
         with np.load(path, allow_pickle=False) as data:
-            arrays = {}
-            for k in data.files:
-                arrays[k] = np.asarray(data[k])
-                if on_read is not None:
-                    on_read(k, arrays[k])
-            return arrays
+            return {k: np.asarray(data[k]) for k in data.files}
     except (FileNotFoundError, IsADirectoryError):
         require_file(path, what, error)  # says which (no stat before a read that succeeds)
         raise

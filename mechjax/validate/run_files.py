@@ -12,8 +12,7 @@ import numpy as np
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.model import param_shapes
 from mechjax.train import TrainConfig
-from mechjax.validate.arrays import (check_floating, check_keys, check_params, check_shapes,
-                                     surely_finite)
+from mechjax.validate.arrays import check_floating, check_keys, check_params, check_shapes
 from mechjax.validate.documents import check_dataclass_fields, check_fields, read_json
 from mechjax.validate.errors import RunError
 from mechjax.validate.files import read_npz
@@ -91,10 +90,8 @@ def read_snapshot(path: str, cfg: ModelConfig, n_seeds: int, n_grid: int
     """A parameter snapshot ``{name: [n_seeds, n_grid, *shape]}``: every parameter of ``cfg``,
     floating and finite (a diverged run keeps its last finite parameters, so a non-finite
     entry means a broken file)."""
-    suspects: list[str] = []  # tensors whose fast finite test failed: tested exactly below
-    arrays = read_npz(path, "parameter snapshot", RunError,
-                      on_read=lambda k, x: None if surely_finite(x) else suspects.append(k))
-    check_params(arrays, snapshot_shapes(cfg, n_seeds, n_grid), repr(path), RunError, suspects)
+    arrays = read_npz(path, "parameter snapshot", RunError)
+    check_params(arrays, snapshot_shapes(cfg, n_seeds, n_grid), repr(path), RunError)
     return arrays
 
 
