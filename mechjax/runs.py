@@ -124,7 +124,7 @@ class Run:
 
     @property
     def n_grid(self) -> int:
-        return len(next(iter(self.hparams.values())))
+        return len(next(iter(self._sweep["hparams"].values())))
 
     @property
     def summary(self) -> dict[str, Any] | None:
@@ -175,12 +175,11 @@ class Run:
                        ) -> dict[str, np.ndarray]:
         """Every seed's parameters at ``step`` (default: the latest saved): ``{name: [n_seeds,
         ...]}`` for one grid point, or ``[n_seeds, n_grid, ...]`` with ``grid=None``."""
-        step = self._check_step(step)
+        path = self._snapshot_path(step)
         if grid is not None:
             self._check_grid(grid)
         sweep = self._sweep
-        z = run_files.read_snapshot(os.path.join(self.path, SNAPSHOT_DIR, f"step_{step:09d}.npz"),
-                                    self.model_cfg, len(sweep["seeds"]),
+        z = run_files.read_snapshot(path, self.model_cfg, len(sweep["seeds"]),
                                     len(next(iter(sweep["hparams"].values()))))
         return {k: v if grid is None else v[:, grid] for k, v in z.items()}
 
@@ -203,6 +202,15 @@ class Run:
         return tl_export.write(self.params(seed, step, grid), self.model_cfg, path)
 
     # ---- checks ------------------------------------------------------------------------------
+    def _snapshot_path(self, step: int | None) -> str:
+        """The snapshot file of ``step``; a step named exactly whose file is there needs no
+        listing of the folder (the listing is for ``None`` and for the message)."""
+        if isinstance(step, (int, np.integer)) and not isinstance(step, bool):
+            path = os.path.join(self.path, SNAPSHOT_DIR, f"step_{int(step):09d}.npz")
+            if step >= 0 and os.path.isfile(path):
+                return path
+        return os.path.join(self.path, SNAPSHOT_DIR, f"step_{self._check_step(step):09d}.npz")
+
     def _check_step(self, step: int | None) -> int:
         saved = self.steps_saved
         if not saved:

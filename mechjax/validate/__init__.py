@@ -8,13 +8,14 @@ was expected (``FileError``), never in a plausible number.
 * ``documents``: a JSON file's top-level type, its required keys and their types (a dataclass's
   fields give the keys a stored config must have: no silent default).
 """
-from mechjax.validate.arrays import (check_finite, check_floating, check_keys, check_shapes,
-                                     nonfinite_rows)
+from mechjax.validate.arrays import (check_finite, check_floating, check_keys, check_params,
+                                     check_shapes, nonfinite_rows, surely_finite)
 from mechjax.validate.documents import (check_dataclass_fields, check_fields, read_json,
                                         require)
 from mechjax.validate.errors import CheckpointError, FileError, RunError, WeightsError
 from mechjax.validate.files import read_cached, read_npz, require_file
 
 __all__ = ["CheckpointError", "FileError", "RunError", "WeightsError", "check_dataclass_fields",
-           "check_fields", "check_finite", "check_floating", "check_keys", "check_shapes",
-           "nonfinite_rows", "read_cached", "read_json", "read_npz", "require", "require_file"]
+           "check_fields", "check_finite", "check_floating", "check_keys", "check_params",
+           "check_shapes", "nonfinite_rows", "read_cached", "read_json", "read_npz", "require",
+           "require_file", "surely_finite"]

@@ -3,6 +3,7 @@ floating entries that are finite. Each check raises ``error`` with one line nami
 file) and the offending keys or tensor."""
 from __future__ import annotations
 
+import math
 from typing import Iterable, Mapping
 
 import numpy as np
@@ -39,39 +40,68 @@ def check_floating(arrays: Mapping[str, np.ndarray], names: Iterable[str], sourc
                    error: type[FileError] = FileError) -> None:
     """Each array of ``names`` holds real floating-point numbers (float16/32/64)."""
     wrong = [f"{k}: {arrays[k].dtype}" for k in sorted(names)
-             if k in arrays and not np.issubdtype(arrays[k].dtype, np.floating)]
+             if k in arrays and not is_floating(arrays[k])]
     if wrong:
         raise error(f"{source}: tensors of a non-floating dtype [{'; '.join(wrong[:_SHOWN])}]; "
                     "expected float16, float32 or float64")
 
 
-def _all_finite(x: np.ndarray) -> bool:
-    # One BLAS pass: x . x is NaN or inf when any entry is (squares are never negative, so no
-    # inf - inf), at about memory bandwidth. Only a file that really holds non-finite entries,
-    # or finite ones whose squares overflow (|x| > 1e19), pays for the elementwise test.
-    if x.size == 0:
-        return True
-    flat = np.ascontiguousarray(x).reshape(-1)
+def is_floating(x: np.ndarray) -> bool:
+    """``x`` holds real floating-point numbers (the kind ``np.floating`` covers; a cheap test)."""
+    return x.dtype.kind == "f"
+
+
+def surely_finite(x: np.ndarray) -> bool:
+    """True only if every entry of ``x`` is finite; False means "maybe not" (test exactly).
+    One BLAS pass: x . x is NaN or inf when any entry is (squares are never negative, so no
+    inf - inf), at about memory bandwidth; finite entries whose squares overflow (|x| > 1e19)
+    also give False, so a caller falls back to the elementwise test, never to an error."""
     with np.errstate(over="ignore", invalid="ignore"):
-        if np.isfinite(np.dot(flat, flat)):
-            return True
-    return bool(np.isfinite(x).all())
+        return surely_finite_unguarded(x)
+
+
+def surely_finite_unguarded(x: np.ndarray) -> bool:
+    """``surely_finite`` for a caller that holds ``np.errstate(over="ignore",
+    invalid="ignore")`` around many tensors (entering it per tensor costs more than the test)."""
+    if x.dtype.kind != "f" or x.size == 0:
+        return True
+    flat = x.reshape(-1) if x.flags.c_contiguous else np.ascontiguousarray(x).reshape(-1)
+    return math.isfinite(np.dot(flat, flat))
+
+
+def _all_finite(x: np.ndarray) -> bool:
+    return surely_finite(x) or bool(np.isfinite(x).all())  # the exact test only if needed
 
 
 def check_finite(arrays: Mapping[str, np.ndarray], source: str,
                  error: type[FileError] = FileError, names: Iterable[str] | None = None) -> None:
     """Every floating array (of ``names``, default all) is finite; the error names the first
     tensor that is not and how many of its entries are NaN or infinite."""
-    for k in sorted(arrays if names is None else names):
-        x = np.asarray(arrays[k])
-        if np.issubdtype(x.dtype, np.floating) and not _all_finite(x):
-            bad = int(np.count_nonzero(~np.isfinite(x)))
-            others = [n for n in sorted(arrays if names is None else names) if n != k
-                      and np.issubdtype(np.asarray(arrays[n]).dtype, np.floating)
-                      and not _all_finite(np.asarray(arrays[n]))]
-            also = f" (also not finite: {_names(others)})" if others else ""
-            raise error(f"{source}: tensor {k!r} has {bad} of {x.size} entries that are not "
-                        f"finite (NaN or inf){also}; weights must be finite")
+    names = sorted(arrays if names is None else names)
+    with np.errstate(over="ignore", invalid="ignore"):  # once: per tensor it costs more
+        suspects = [k for k in names if not surely_finite_unguarded(np.asarray(arrays[k]))]
+    bad = [k for k in suspects if not np.isfinite(arrays[k]).all()]  # exact: overflow passes
+    if bad:
+        x = np.asarray(arrays[bad[0]])
+        count = int(np.count_nonzero(~np.isfinite(x)))
+        also = f" (also not finite: {_names(bad[1:])})" if bad[1:] else ""
+        raise error(f"{source}: tensor {bad[0]!r} has {count} of {x.size} entries that are not "
+                    f"finite (NaN or inf){also}; weights must be finite")
+
+
+def check_params(arrays: Mapping[str, np.ndarray], expected: Mapping[str, tuple[int, ...]],
+                 source: str, error: type[FileError] = FileError) -> None:
+    """A state dict against ``expected`` (``{name: shape}``): every name there (the file may
+    hold more), each of that shape, floating and finite; the first failing check raises, in that
+    order."""
+    # One pass over the (few) tensors answers the common case; the checks that name what is
+    # wrong run only when something is.
+    if not all(k in arrays and arrays[k].shape == shape and is_floating(arrays[k])
+               for k, shape in expected.items()):
+        check_keys(arrays, expected, source, error, what="parameters")
+        check_shapes(arrays, expected, source, error)
+        check_floating(arrays, expected, source, error)
+    check_finite(arrays, source, error, names=expected)
 
 
 def nonfinite_rows(arrays: Mapping[str, np.ndarray], n_leading: int) -> np.ndarray:
@@ -80,6 +110,6 @@ def nonfinite_rows(arrays: Mapping[str, np.ndarray], n_leading: int) -> np.ndarr
     first = next(iter(arrays.values()))
     bad = np.zeros(first.shape[:n_leading], bool)
     for x in arrays.values():
-        if np.issubdtype(x.dtype, np.floating) and not _all_finite(x):
+        if is_floating(x) and not _all_finite(x):
             bad |= ~np.isfinite(x.reshape(*x.shape[:n_leading], -1)).all(-1)
     return bad

@@ -27,10 +27,12 @@ def read_npz(path: str, what: str = ".npz file", error: type[FileError] = FileEr
              ) -> dict[str, np.ndarray]:
     """Every array of the ``.npz`` archive at ``path``, each read to its end (zipfile checks each
     member's CRC as it is read, so a damaged member fails here, not as wrong numbers later)."""
-    require_file(path, what, error)
     try:
         with np.load(path, allow_pickle=False) as data:
             return {k: np.asarray(data[k]) for k in data.files}
+    except (FileNotFoundError, IsADirectoryError):
+        require_file(path, what, error)  # says which (no stat before a read that succeeds)
+        raise
     except _NPZ_READ_ERRORS as err:
         raise error(f"{what} {path!r} is not a readable .npz archive (truncated or corrupt?): "
                     f"{type(err).__name__}: {err}") from err
@@ -47,7 +49,8 @@ def read_cached(path: str, read):
         st = os.stat(path)
     except OSError:
         return read(path)  # the reader says what is wrong
-    key = (os.path.abspath(path), st.st_ino, st.st_size, st.st_mtime_ns, read)
+    # device and inode name the file wherever the working directory is, so no abspath
+    key = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, read)
     if key not in _READ_CACHE:
         if len(_READ_CACHE) >= 256:
             _READ_CACHE.clear()

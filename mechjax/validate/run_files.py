@@ -4,6 +4,7 @@ parameter snapshots. Each reader checks its file completely and raises ``RunErro
 file and the key or tensor; a stored file's keys get no defaults."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Mapping
 
 import numpy as np
@@ -11,7 +12,7 @@ import numpy as np
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.model import param_shapes
 from mechjax.train import TrainConfig
-from mechjax.validate.arrays import check_finite, check_floating, check_keys, check_shapes
+from mechjax.validate.arrays import check_floating, check_keys, check_params, check_shapes
 from mechjax.validate.documents import check_dataclass_fields, check_fields, read_json
 from mechjax.validate.errors import RunError
 from mechjax.validate.files import read_npz
@@ -90,9 +91,12 @@ def read_snapshot(path: str, cfg: ModelConfig, n_seeds: int, n_grid: int
     floating and finite (a diverged run keeps its last finite parameters, so a non-finite
     entry means a broken file)."""
     arrays = read_npz(path, "parameter snapshot", RunError)
-    expected = {k: (n_seeds, n_grid, *v) for k, v in param_shapes(cfg).items()}
-    check_keys(arrays, expected, repr(path), RunError, what="parameters")
-    check_shapes(arrays, expected, repr(path), RunError)
-    check_floating(arrays, expected, repr(path), RunError)
-    check_finite(arrays, repr(path), RunError, names=expected)
+    check_params(arrays, snapshot_shapes(cfg, n_seeds, n_grid), repr(path), RunError)
     return arrays
+
+
+@functools.lru_cache(maxsize=64)
+def snapshot_shapes(cfg: ModelConfig, n_seeds: int, n_grid: int) -> dict[str, tuple[int, ...]]:
+    """``{name: (n_seeds, n_grid, *shape)}`` of a snapshot (the same for every step of a run;
+    the value must not be mutated)."""
+    return {k: (n_seeds, n_grid, *v) for k, v in param_shapes(cfg).items()}
