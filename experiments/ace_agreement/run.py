@@ -117,6 +117,34 @@ def train(trainer, hparams, seeds, workdir: str, chunk_evals: int):
 
 
 
+def figures(fig_dir: str, lead: stages.Family, res0: ac.ModelResult, models: dict, rho,
+            names: list[str], summary: dict[str, Any]) -> None:
+    """The figures of the lead family's first model, and the Spearman matrix across models."""
+    save_figure(plots.auc_vs_depth({m: res0.auc[m] for m in ac.MODES}, res0.auc_base,
+                                   title=f"{lead.names[0].split('_')[0]}: {len(lead.names)} "
+                                   "model(s)"), os.path.join(fig_dir, "auc_vs_depth.png"))
+    sel = int(res0.selected[0])
+    save_figure(plots.core_vs_margin(res0.coord[0, sel], res0.margin[0],
+                                     np.asarray(lead.test.labels),
+                                     title=f"{lead.names[0]}, layer {sel}: R^2 "
+                                     f"{res0.knob_r2[0, sel]:.3f}"),
+                os.path.join(fig_dir, "core_vs_margin.png"))
+    save_figure(plots.margin_boxplots(
+        {"base": res0.margin[0], "removed": res0.margins["remove"][0, sel],
+         "flipped": res0.margins["flip"][0, sel]}, np.asarray(lead.test.labels),
+        title=f"{lead.names[0]}, layer {sel}"), os.path.join(fig_dir, "margin_boxplots.png"))
+    examples = models[lead.names[0]]["flip_generation/example"]
+    save_figure(plots.generation_text({f"{d} {k}": text for d, by_run in examples.items()
+                                       for k, text in by_run.items()},
+                                      title=f"{lead.names[0]}: one continuation"),
+                os.path.join(fig_dir, "generation_example.png"))
+    if summary["n_seeds"] > 1:
+        title = ("Spearman of the core coordinate\n"
+                 f"seeds off-diag {summary['spearman/offdiag_seeds']:.3f}")
+        save_figure(ace_plots.seed_matrix(rho, title, names, -1.0, 1.0),
+                    os.path.join(fig_dir, "spearman.png"))
+
+
 def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     config = SCHEMA.validate(config)
     trainer, hparams, seeds, prompts, families = build(config)
@@ -170,31 +198,8 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         "models": models, "n_test_prompts": int(families[0].test.tokens.shape[0]),
     })
 
-    fig_dir = os.path.join(workdir, "figures")
-    lead, res0 = families[0], results[0]
-    save_figure(plots.auc_vs_depth({m: res0.auc[m] for m in ac.MODES}, res0.auc_base,
-                                   title=f"{lead.names[0].split('_')[0]}: {len(lead.names)} "
-                                   "model(s)"), os.path.join(fig_dir, "auc_vs_depth.png"))
-    sel = int(res0.selected[0])
-    save_figure(plots.core_vs_margin(res0.coord[0, sel], res0.margin[0],
-                                     np.asarray(lead.test.labels),
-                                     title=f"{lead.names[0]}, layer {sel}: R^2 "
-                                     f"{res0.knob_r2[0, sel]:.3f}"),
-                os.path.join(fig_dir, "core_vs_margin.png"))
-    save_figure(plots.margin_boxplots(
-        {"base": res0.margin[0], "removed": res0.margins["remove"][0, sel],
-         "flipped": res0.margins["flip"][0, sel]}, np.asarray(lead.test.labels),
-        title=f"{lead.names[0]}, layer {sel}"), os.path.join(fig_dir, "margin_boxplots.png"))
-    examples = models[lead.names[0]]["flip_generation/example"]
-    save_figure(plots.generation_text({f"{d} {k}": text for d, by_run in examples.items()
-                                       for k, text in by_run.items()},
-                                      title=f"{lead.names[0]}: one continuation"),
-                os.path.join(fig_dir, "generation_example.png"))
-    if n_own > 1:
-        title = ("Spearman of the core coordinate\n"
-                 f"seeds off-diag {summary['spearman/offdiag_seeds']:.3f}")
-        save_figure(ace_plots.seed_matrix(rho, title, names, -1.0, 1.0),
-                    os.path.join(fig_dir, "spearman.png"))
+    figures(os.path.join(workdir, "figures"), families[0], results[0], models, rho, names,
+            summary)
     write_json(os.path.join(workdir, "summary.json"), summary)
     log(f"wrote {workdir}/summary.json and figures/")
     return summary
