@@ -232,6 +232,11 @@ def test_finite_check_counts_every_bad_entry_and_names_the_others():
         validate.check_finite(arrays, "f.npz")
     big = {"x": np.full(4, 3e38, np.float32)}  # the fast sum overflows; the entries are finite
     validate.check_finite(big, "f.npz")
+    # bfloat16 (ml_dtypes, numpy kind 'V') is a float too: its NaN is found, not skipped
+    import ml_dtypes
+    half = {"h": np.array([1.0, np.nan, 2.0], ml_dtypes.bfloat16)}
+    with pytest.raises(validate.FileError, match=r"'h' has 1 of 3 entries"):
+        validate.check_finite(half, "f.npz")
 
 
 def test_a_snapshot_of_huge_finite_values_loads(tmp_path, run_workdir):

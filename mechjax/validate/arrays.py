@@ -51,6 +51,11 @@ def is_floating(x: np.ndarray) -> bool:
     return x.dtype.kind == "f"
 
 
+def _ml_float(dtype: np.dtype) -> bool:
+    """bfloat16 and float8_* (ml_dtypes), which numpy sees as kind 'V'."""
+    return dtype.kind == "V" and dtype.name.startswith(("bfloat", "float"))
+
+
 def surely_finite(x: np.ndarray) -> bool:
     """True only if every entry of ``x`` is finite; False means "maybe not" (test exactly).
     One BLAS pass: x . x is NaN or inf when any entry is (squares are never negative, so no
@@ -63,6 +68,8 @@ def surely_finite(x: np.ndarray) -> bool:
 def surely_finite_unguarded(x: np.ndarray) -> bool:
     """``surely_finite`` for a caller that holds ``np.errstate(over="ignore",
     invalid="ignore")`` around many tensors (entering it per tensor costs more than the test)."""
+    if _ml_float(x.dtype):  # numpy's dot does not take them; float32 holds every value
+        x = x.astype(np.float32)
     if x.dtype.kind != "f" or x.size == 0:
         return True
     flat = x.reshape(-1) if x.flags.c_contiguous else np.ascontiguousarray(x).reshape(-1)
