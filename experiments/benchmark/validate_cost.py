@@ -1,11 +1,12 @@
 """What validating a run's files adds to opening it: ``runs.open`` and every accessor (model and
 train config, metrics, every parameter snapshot with all seeds and grid points) against the same
 reads without the checks (plain ``json.load`` / ``np.load``, as ``mechjax.runs`` read before
-``mechjax.validate``), paired in one process, in alternating order, with the page cache warm.
+``mechjax.validate``), and against the validator's own archive reader with no check (what the
+checks alone cost), in one process, in alternating order, with the page cache warm.
 
     python -m experiments.benchmark.validate_cost --workdir=RUN [--repeats=15]
 
-prints the median seconds of each and their ratio (the acceptance bound is < 1.05).
+prints the median seconds of each and the ratios (issue 30's bound: validated / before < 1.05).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from mechjax.config import ModelConfig
 from mechjax.snapshots import SNAPSHOT_DIR
 from mechjax.sweep_files import METRICS_FILE, MODEL_FILE, SWEEP_FILE, TRAIN_FILE
 from mechjax.train import TrainConfig
+from mechjax.validate.npz_stored import read_stored_npz
 
 def open_validated(workdir: str) -> int:
     """Everything a run holds, through ``mechjax.runs``; returns the bytes of parameters read."""
@@ -36,8 +38,15 @@ def open_validated(workdir: str) -> int:
     return total
 
 
-def open_unchecked(workdir: str) -> int:
-    """The same reads without any check (the reader before ``mechjax.validate``)."""
+def open_unchecked(workdir: str, read_npz=None) -> int:
+    """The same reads without any check (the reader before ``mechjax.validate``: ``np.load``),
+    or with ``read_npz(path) -> {name: array}`` as the archive reader and still no check."""
+    def load(path):
+        if read_npz is not None:
+            return read_npz(path)
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+
     def read_json(name):
         with open(os.path.join(workdir, name)) as f:
             return json.load(f)
@@ -49,37 +58,51 @@ def open_unchecked(workdir: str) -> int:
     TrainConfig(**train)
     [int(s) for s in sweep["seeds"]], {k: np.asarray(v) for k, v in sweep["hparams"].items()}
     read_json("config.json")
-    with np.load(os.path.join(workdir, METRICS_FILE)) as z:
-        {k: z[k] for k in z.files if k.startswith("metrics/")}
+    {k: v for k, v in load(os.path.join(workdir, METRICS_FILE)).items()
+     if k.startswith("metrics/")}
     folder = os.path.join(workdir, SNAPSHOT_DIR)
     total = 0
     for name in sorted(os.listdir(folder)):
         if name.startswith("step_") and name.endswith(".npz"):
-            with np.load(os.path.join(folder, name)) as z:
-                params = {k: z[k] for k in z.files}  # held as a dict, as Run returns them
+            params = load(os.path.join(folder, name))  # held as a dict, as Run returns them
             total += sum(v.nbytes for v in params.values())
     return total
+
+
+def open_reader_only(workdir: str) -> int:
+    """The reads of ``open_validated`` with its archive reader (``npz_stored``) and no check:
+    what the checks themselves cost is ``open_validated`` against this."""
+    return open_unchecked(workdir, read_npz=read_stored_npz)
 
 
 @dataclasses.dataclass
 class Timing:
     validated: list[float]
     unchecked: list[float]
+    reader_only: list[float]
     nbytes: int
 
     @property
     def ratio(self) -> float:
+        """Validated open against the open before validation (the acceptance bound < 1.05)."""
         return statistics.median(self.validated) / statistics.median(self.unchecked)
+
+    @property
+    def checks_ratio(self) -> float:
+        """Validated open against the same archive reader without any check."""
+        return statistics.median(self.validated) / statistics.median(self.reader_only)
 
 
 def measure(workdir: str, repeats: int) -> Timing:
     a = open_validated(workdir)
-    b = open_unchecked(workdir)  # warm the page cache, and the same bytes both ways
-    if a != b:
-        raise SystemExit(f"the two readers read different amounts ({a} vs {b} bytes)")
-    out = Timing([], [], a)
+    b = open_unchecked(workdir)  # warm the page cache, and the same bytes every way
+    c = open_reader_only(workdir)
+    if not a == b == c:
+        raise SystemExit(f"the readers read different amounts ({a}, {b}, {c} bytes)")
+    out = Timing([], [], [], a)
     for i in range(repeats):
-        order = [(open_validated, out.validated), (open_unchecked, out.unchecked)]
+        order = [(open_validated, out.validated), (open_unchecked, out.unchecked),
+                 (open_reader_only, out.reader_only)]
         for fn, times in (order if i % 2 == 0 else order[::-1]):
             t0 = time.perf_counter()
             fn(workdir)
@@ -98,7 +121,10 @@ def main(argv):
           f"(min {min(t.validated) * 1e3:.1f})")
     print(f"unchecked open: median {statistics.median(t.unchecked) * 1e3:.1f} ms "
           f"(min {min(t.unchecked) * 1e3:.1f})")
-    print(f"ratio of medians: {t.ratio:.3f}")
+    print(f"reader only:    median {statistics.median(t.reader_only) * 1e3:.1f} ms "
+          f"(min {min(t.reader_only) * 1e3:.1f}; npz_stored, no check)")
+    print(f"ratio of medians, validated / before validation (np.load): {t.ratio:.3f}")
+    print(f"ratio of medians, validated / the same reader unchecked: {t.checks_ratio:.3f}")
 
 
 if __name__ == "__main__":  # flags defined here: importing the module (tests walk every module)

@@ -9,6 +9,7 @@ import zlib
 import numpy as np
 
 from mechjax.validate.errors import FileError
+from mechjax.validate.npz_stored import read_stored_npz
 
 # What numpy and zipfile raise for a truncated, corrupt or pickled archive member.
 _NPZ_READ_ERRORS = (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error)
@@ -26,8 +27,13 @@ def require_file(path: str, what: str, error: type[FileError] = FileError) -> st
 def read_npz(path: str, what: str = ".npz file", error: type[FileError] = FileError
              ) -> dict[str, np.ndarray]:
     """Every array of the ``.npz`` archive at ``path``, each read to its end (zipfile checks each
-    member's CRC as it is read, so a damaged member fails here, not as wrong numbers later)."""
+    member's CRC as it is read, so a damaged member fails here, not as wrong numbers later).
+    Archives as mechjax writes them take the one-pass reader of ``npz_stored``; any other
+    goes through ``np.load``, which reads the same arrays."""
     try:
+        arrays = read_stored_npz(path)
+        if arrays is not None:
+            return arrays
         with np.load(path, allow_pickle=False) as data:
             return {k: np.asarray(data[k]) for k in data.files}
     except (FileNotFoundError, IsADirectoryError):
