@@ -4,6 +4,7 @@ was expected (``FileError``), never in a plausible number.
 
 * ``errors``: ``FileError`` and the error of each kind of file (weights, checkpoint folders, runs).
 * ``files``: a file that exists and opens completely (``.npz`` archives read to their end).
+* ``npz_stored``: the one-pass reader of the archives mechjax writes (``np.load`` for others).
 * ``arrays``: a state dict's keys, shapes, dtypes and finite floating entries.
 * ``documents``: a JSON file's top-level type, its required keys and their types (a dataclass's
   fields give the keys a stored config must have: no silent default).
