@@ -26,7 +26,7 @@ from mechjax.analysis.seeds import seed_stats
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.plots import assign_add as plots
 from mechjax.plots.save import save_figure
-from mechjax.sweep import log, run_sweep
+from mechjax.sweep import SweepResult, log, run_sweep
 from mechjax.tasks import assign_add as aa
 from mechjax.train import Trainer, make_train
 from mechjax.io import write_json
@@ -100,16 +100,32 @@ def build(config) -> Setup:
 # ------------------------------------------------------------------------------------------------
 # The job
 # ------------------------------------------------------------------------------------------------
+def start_and_train(setup, config, workdir: str, overwrite: bool, what: str
+                    ) -> tuple[SweepResult, float]:
+    """Claim ``workdir`` for ``config`` (after every check in ``build``), log ``what`` runs, then
+    ``run_sweep`` of ``setup``'s trainer, seeds and grid (resumed from ``workdir``'s checkpoint);
+    returns the result and the training wall time in seconds. Shared with ``sweep_data``."""
+    experiment.start(workdir, config, overwrite)
+    log(what)
+    t0 = time.time()
+    result = run_sweep(setup.trainer, setup.seeds, setup.hparams, workdir,
+                       chunk_evals=config.chunk_evals)
+    return result, time.time() - t0
+
+
+def steps_per_second(n_models: int, steps: int, seconds: float) -> float:
+    """Training throughput for ``summary.json``: model steps per wall-clock second, 0.1 rounded."""
+    return round(n_models * steps / max(seconds, 1e-9), 1)
+
+
 def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     config = SCHEMA.validate(config)
     setup = build(config)
-    experiment.start(workdir, config, overwrite)
     trainer, seeds = setup.trainer, setup.seeds
-    log(f"assign_add: {len(seeds)} seeds x {trainer.train_cfg.steps} steps (batch "
+    result, train_seconds = start_and_train(
+        setup, config, workdir, overwrite,
+        f"assign_add: {len(seeds)} seeds x {trainer.train_cfg.steps} steps (batch "
         f"{config.task.batch_size}, lr {config.hparams.lr}) on {jax.device_count()} device(s)")
-    t0 = time.time()
-    result = run_sweep(trainer, seeds, setup.hparams, workdir, chunk_evals=config.chunk_evals)
-    train_seconds = time.time() - t0
 
     m = result.metrics_at(grid=0)  # [n_seeds, n_evals]
     steps = result.steps
@@ -136,8 +152,8 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     summary["example_seed"] = seeds[ex]
     summary["timing"] = {"train_seconds": round(train_seconds, 1),
                          "analysis_seconds": round(analysis_seconds, 1),
-                         "model_steps_per_second": round(
-                             len(seeds) * trainer.train_cfg.steps / max(train_seconds, 1e-9), 1)}
+                         "model_steps_per_second": steps_per_second(
+                             len(seeds), trainer.train_cfg.steps, train_seconds)}
     write_json(os.path.join(workdir, "summary.json"), summary)
     log(f"wrote {workdir}/summary.json and figures/")
     return summary

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 from typing import Any
 
 import jax
@@ -29,7 +28,7 @@ from mechjax.analysis.seeds import seed_stats
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.plots import assign_add as plots
 from mechjax.plots.save import save_figure
-from mechjax.sweep import log, run_sweep
+from mechjax.sweep import log
 from mechjax.tasks import assign_add as aa
 from mechjax.train import Trainer, make_train
 from mechjax.io import write_json
@@ -114,14 +113,11 @@ def final_accuracy(setup: SweepSetup, params) -> tuple[np.ndarray, dict[str, Any
 def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     config = SWEEP_SCHEMA.validate(config)
     setup = build(config)
-    experiment.start(workdir, config, overwrite)
     trainer, mode = setup.trainer, setup.mode
-    log(f"assign_add sweep over {mode}: {len(setup.seeds)} seeds x {setup.values.size} values x "
+    result, train_seconds = main_run.start_and_train(
+        setup, config, workdir, overwrite,
+        f"assign_add sweep over {mode}: {len(setup.seeds)} seeds x {setup.values.size} values x "
         f"{trainer.train_cfg.steps} steps, one program")
-    t0 = time.time()
-    result = run_sweep(trainer, setup.seeds, setup.hparams, workdir,
-                       chunk_evals=config.chunk_evals)
-    train_seconds = time.time() - t0
     acc, info = final_accuracy(setup, result.state.params)
 
     log_x = mode == "r"
@@ -157,8 +153,8 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         "n_sequences": info["n_sequences"],
         "diverged_runs": int(np.sum(result.metrics["finite"][:, :, -1] == 0)),
         "timing": {"train_seconds": round(train_seconds, 1),
-                   "model_steps_per_second": round(
-                       acc.size * trainer.train_cfg.steps / max(train_seconds, 1e-9), 1)},
+                   "model_steps_per_second": main_run.steps_per_second(
+                       acc.size, trainer.train_cfg.steps, train_seconds)},
     }
     write_json(os.path.join(workdir, "summary.json"), summary)
     log(f"wrote {workdir}/summary.json and figures/sweep_{mode}.png")

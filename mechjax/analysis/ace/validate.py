@@ -86,6 +86,16 @@ def intervened_metric(params: Params, tokens: Array, labels: Array, cfg: ModelCo
     return _score(metric, map_chunks(read, tokens, chunk_size), labels, weights)
 
 
+def _core_only_and_removed(params: Params, tokens: Array, labels: Array, cfg: ModelConfig,
+                           hook_name: str, basis: Array, metric: Metric, readout: int | None,
+                           weights: Array | None, chunk_size: int | None = ACE_CHUNK
+                           ) -> tuple[Array, Array]:
+    """The metric with the activation projected onto ``basis`` and with it projected out."""
+    run = lambda fn: intervened_metric(params, tokens, labels, cfg, hook_name, fn, metric,
+                                       readout, weights, chunk_size)
+    return run(core_only_hook(basis)), run(core_removed_hook(basis))
+
+
 @functools.partial(jax.jit,
                    static_argnames=("cfg", "hook_name", "metric", "readout", "chunk_size"))
 def validate(params: Params, tokens: Array, labels: Array, cfg: ModelConfig, hook_name: str,
@@ -97,10 +107,11 @@ def validate(params: Params, tokens: Array, labels: Array, cfg: ModelConfig, hoo
     ``basis [D, R]``: the core (a masked ``[D, D]`` basis works). Uncentred, every position.
     ``chunk_size``: sequences per forward pass (``intervened_metric``).
     """
-    run = lambda fn: intervened_metric(params, tokens, labels, cfg, hook_name, fn, metric,
-                                       readout, weights, chunk_size)
-    return {"full": run(None), "core_only": run(core_only_hook(basis)),
-            "core_removed": run(core_removed_hook(basis))}
+    full = intervened_metric(params, tokens, labels, cfg, hook_name, None, metric, readout,
+                             weights, chunk_size)
+    only, removed = _core_only_and_removed(params, tokens, labels, cfg, hook_name, basis, metric,
+                                           readout, weights, chunk_size)
+    return {"full": full, "core_only": only, "core_removed": removed}
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "hook_name", "score_fn", "position"))
@@ -137,10 +148,8 @@ def causal_scan(params: Params, tokens: Array, labels: Array, cfg: ModelConfig, 
     masks = jnp.arange(basis.shape[-1] + 1)[:, None] > jnp.arange(basis.shape[-1])[None]
 
     def one(mask):
-        q = basis * mask.astype(basis.dtype)
-        run = lambda fn: intervened_metric(params, tokens, labels, cfg, hook_name, fn, metric,
-                                           readout, weights)
-        return run(core_only_hook(q)), run(core_removed_hook(q))
+        return _core_only_and_removed(params, tokens, labels, cfg, hook_name,
+                                      basis * mask.astype(basis.dtype), metric, readout, weights)
 
     return jax.lax.map(one, masks, batch_size=batch_size)
 

@@ -91,17 +91,11 @@ def _pick(draws: list[jax.Array], n: int) -> jax.Array:
     return out
 
 
-def assemble(spec: BlockListSpec, d: Mapping[str, jax.Array], with_relevant: bool = True,
-             ) -> dict[str, jax.Array]:
-    """One sequence from scalar draws ``d`` (vmap for batches). Pure and jittable.
-
-    ``with_relevant=False`` replaces the relevant blocks by copies of distractor 0's block (an
-    in-weights-only evaluation: the answer is not in the context).
-    Returns ``tokens [T]``, ``target``, ``query_pos``, ``is_rare``.
-    """
-    k, n_c, l = spec.block_len, spec.n_common, spec.cyc
+def _items(spec: BlockListSpec, d: Mapping[str, jax.Array]
+           ) -> tuple[list[jax.Array], list[jax.Array]]:
+    """The items (token chains ``[item_len]``, item 0 the relevant one) and their rare flags."""
+    n_c, l = spec.n_common, spec.cyc
     lens = spec.item_lens
-    # ---- items (chains) ------------------------------------------------------------------------
     cyc_draws = [d[f"cyc{i}"] for i in range(spec.n_items)]
     if spec.biased:
         cyc_draws[0] = jnp.where(d["bias"] == 1, 0, cyc_draws[0])
@@ -125,8 +119,14 @@ def assemble(spec: BlockListSpec, d: Mapping[str, jax.Array], with_relevant: boo
         is_rare = d[f"rare{i}"] == 1
         items.append(jnp.where(is_rare, rare_chain, common_chain).astype(jnp.int32))
         rare_flags.append(is_rare)
+    return items, rare_flags
+
+
+def _context(spec: BlockListSpec, d: Mapping[str, jax.Array], items: list[jax.Array],
+             with_relevant: bool) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The shuffled context blocks ``[n_ctx_slots, k]``, the query ``[k - 1]`` and the target."""
+    k = spec.block_len
     rel = items[0]
-    # ---- blocks ---------------------------------------------------------------------------------
     blocks: list[jax.Array] = []
     if spec.kind in ("recall", "ioi", "khop"):
         for t in range(spec.hops):
@@ -158,9 +158,13 @@ def assemble(spec: BlockListSpec, d: Mapping[str, jax.Array], with_relevant: boo
         blocks = [others[0]] * n_rel + others
     ctx = jnp.stack([b.astype(jnp.int32) for b in blocks])  # [n_ctx_slots, k]
     order = _pick([d[f"slot{i}"] for i in range(spec.n_ctx_slots)], spec.n_ctx_slots)
-    ctx = ctx[order]
-    query = query.astype(jnp.int32)
-    # ---- layout ---------------------------------------------------------------------------------
+    return ctx[order], query.astype(jnp.int32), target
+
+
+def _layout(spec: BlockListSpec, d: Mapping[str, jax.Array], ctx: jax.Array, query: jax.Array
+            ) -> tuple[jax.Array, jax.Array]:
+    """The sequence ``tokens [T]`` (offsets applied) and the query position."""
+    k = spec.block_len
     if spec.offsets == "linear_gap":
         counts = jnp.zeros((spec.n_blocks,), jnp.int32)
         for i in range(spec.n_pad):
@@ -170,12 +174,24 @@ def assemble(spec: BlockListSpec, d: Mapping[str, jax.Array], with_relevant: boo
         for j in range(spec.n_ctx_slots):
             tokens = jax.lax.dynamic_update_slice(tokens, ctx[j], (j * k + gaps[j],))
         tokens = jax.lax.dynamic_update_slice(tokens, query, (spec.n_ctx_slots * k + gaps[-1],))
-        qpos = jnp.int32(spec.seq_len - 1)
-    else:
-        tokens = jnp.concatenate([ctx.reshape(-1), query])
-        rot = d["rot"] if spec.offsets == "cyclic" else jnp.int32(0)
-        tokens = jnp.roll(tokens, rot)
-        qpos = ((spec.base_len - 1 + rot) % spec.base_len).astype(jnp.int32)
+        return tokens, jnp.int32(spec.seq_len - 1)
+    tokens = jnp.concatenate([ctx.reshape(-1), query])
+    rot = d["rot"] if spec.offsets == "cyclic" else jnp.int32(0)
+    tokens = jnp.roll(tokens, rot)
+    return tokens, ((spec.base_len - 1 + rot) % spec.base_len).astype(jnp.int32)
+
+
+def assemble(spec: BlockListSpec, d: Mapping[str, jax.Array], with_relevant: bool = True,
+             ) -> dict[str, jax.Array]:
+    """One sequence from scalar draws ``d`` (vmap for batches). Pure and jittable.
+
+    ``with_relevant=False`` replaces the relevant blocks by copies of distractor 0's block (an
+    in-weights-only evaluation: the answer is not in the context).
+    Returns ``tokens [T]``, ``target``, ``query_pos``, ``is_rare``.
+    """
+    items, rare_flags = _items(spec, d)
+    ctx, query, target = _context(spec, d, items, with_relevant)
+    tokens, qpos = _layout(spec, d, ctx, query)
     return {"tokens": tokens, "target": target.astype(jnp.int32), "query_pos": qpos,
             "is_rare": rare_flags[0].astype(jnp.int32)}
 
