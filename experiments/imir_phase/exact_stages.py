@@ -11,11 +11,13 @@ import time
 
 import numpy as np
 
-from mechjax.analysis.imir import cells as imir_cells
-from mechjax.analysis.imir import exact, exact_phase
-from mechjax.analysis.imir import exact_theorems as xt
-from mechjax.analysis.imir import phase as ph
-from mechjax.analysis.imir import standard_cells as std_cells
+from mechjax.analysis.imir.dynamics import grid
+from mechjax.analysis.imir.cells import theory as imir_cells
+from mechjax.analysis.imir.dynamics import model as exact
+from mechjax.analysis.imir.phase import diagrams as exact_phase
+from mechjax.analysis.imir.theorems import suppression as xt
+from mechjax.analysis.imir.phase import readoff as ph
+from mechjax.analysis.imir.cells import standard as std_cells
 from mechjax.plots import imir as plots
 from mechjax.plots.save import save_figure
 from mechjax.sweep import log
@@ -31,13 +33,13 @@ def _exact_spec(e: dict, b: int | None = None) -> bl.BlockListSpec:
 
 
 def _grid_solver(e: dict) -> dict:
-    """The grids' solver settings (``exact_phase.timed_cells``)."""
+    """The grids' solver settings (``grid.timed_cells``)."""
     return {"solver": e["solver"], "step_cap": e["step_cap"] or None, "chunk": e["chunk"]}
 
 
 def exact_frfv_diagram(c: dict, summary: dict, metrics: dict) -> dict:
     """The (f_r, f_v) diagram from the exact dynamics on every manifold coordinate: one jitted
-    vmap over the grid (``exact_phase.timed_cells``)."""
+    vmap over the grid (``grid.timed_cells``)."""
     e, g, o = c["exact"], c["grid"], c["ode"]
     spec = _exact_spec(e)
     model = exact.make(spec)
@@ -48,10 +50,10 @@ def exact_frfv_diagram(c: dict, summary: dict, metrics: dict) -> dict:
     log(f"imir_phase: ({e['n']} x {e['n']}) (f_r, f_v) grid, exact dynamics ({model.n_coords} "
         f"coordinates, {model.classes.size} classes), T={spec.seq_len}, V={spec.n_tokens}, "
         f"load {load_average()}")
-    out, t_comp, t_run = exact_phase.timed_cells(model, o["init"], FR.ravel(), FV.ravel(),
+    out, t_comp, t_run = grid.timed_cells(model, o["init"], FR.ravel(), FV.ravel(),
                                                  float(e["t1"]), e["n_save"], e["rtol"],
                                                  _dt0(e["t1"], e["n_steps"]), **_grid_solver(e))
-    ro = exact_phase.readoff(out, t, o["threshold"])
+    ro = ph.readoff(out, t, o["threshold"])
     sb = e["b"] * ph.s_factor(FR, FV)
     contour = ph.contour_agreement(sb, ro["icl"].reshape(FR.shape))
     log(f"exact grid: {FR.size} cells in {t_run:.1f} s (+ {t_comp:.1f} s compile; "
@@ -87,7 +89,7 @@ def exact_bfr_diagram(c: dict, summary: dict, metrics: dict) -> dict:
     out, secs = exact_phase.b_grid(spec, o["init"], b_ax, fr_ax, eb["f_v"], float(e["t1"]),
                                    e["n_save"], e["rtol"], _dt0(e["t1"], e["n_steps"]),
                                    **_grid_solver(e))
-    ro = exact_phase.readoff(out, t, o["threshold"])
+    ro = ph.readoff(out, t, o["threshold"])
     sb = BB * ph.s_factor(FR, eb["f_v"])
     contour = _record_b_grid("", ro, BB, b_ax, fr_ax, sb, secs, summary, metrics)
     return {"b_ax": b_ax, "fr_ax": fr_ax, "sb": sb, "contour": contour, "spec": spec}
@@ -146,7 +148,7 @@ def exact_cells(c: dict, ex: dict, summary: dict, metrics: dict) -> dict:
                                 n_save, v["batch_size"], v["eval_size"], v["seed"],
                                 rare_pool="cell")
     train_s = time.perf_counter() - t0
-    ro_tr = exact_phase.readoff({**tr, "acc_rare": tr["p_rare"]}, tr["t"], o["threshold"])
+    ro_tr = ph.readoff({**tr, "acc_rare": tr["p_rare"]}, tr["t"], o["threshold"])
     ro_ex = {k: v_[pick] for k, v_ in ex["ro"].items()}
     agree = ro_tr["winner"] == ro_ex["winner"]
     per_cell = train_s / len(pick) * float(e["t1"]) / float(tr["t"][-1])
@@ -251,10 +253,10 @@ def exact_sizes(c: dict, summary: dict, metrics: dict, fig_dir: str) -> None:
         FR, FV = np.meshgrid(fr_ax, fv_ax, indexing="ij")
         log(f"imir_phase: size {name}: {n} x {n} exact grid, {model.classes.size} classes, "
             f"{model.n_coords} coordinates")
-        out, t_comp, t_run = exact_phase.timed_cells(
+        out, t_comp, t_run = grid.timed_cells(
             model, o["init"], FR.ravel(), FV.ravel(), float(e["t1"]), e["n_save"], e["rtol"],
             _dt0(e["t1"], e["n_steps"]), **_grid_solver(e))
-        ro = exact_phase.readoff(out, t, o["threshold"])
+        ro = ph.readoff(out, t, o["threshold"])
         winner, icl = ro["winner"].reshape(FR.shape), ro["icl"].reshape(FR.shape)
         sb = e["b"] * ph.s_factor(FR, FV)
         contour = ph.contour_agreement(sb, icl)
@@ -291,7 +293,7 @@ def exact_theorems(c: dict, summary: dict, metrics: dict) -> None:
     in the exact dynamics and in full training (``exact_theorems``), on the exact grid's spec."""
     e, o, x, t = c["exact"], c["ode"], c["exact_theorems"], c["task"]
     spec = _exact_spec(e)
-    model = xt.model_for(spec)
+    model = exact.make(spec)
     settings = [tuple(map(float, p)) for p in x["settings"]]
     ref = (float(t["f_r_ref"]), float(t["f_v_ref"]))
     log(f"exact theorems: {len(settings)} exact trajectories and the reference cell, load "

@@ -1,6 +1,6 @@
 """IMIR phase diagrams (issue 6 part 5): which circuit wins (in-context vs in-weights), rare-token
 ICL accuracy and ICL emergence time over (f_r, f_v) and over (b, f_r), from the reduced
-(alpha, beta, gamma, delta) dynamics vmapped over the grid (``mechjax.analysis.imir.reduced`` /
+(alpha, beta, gamma, delta) dynamics vmapped over the grid (``mechjax.analysis.imir.dynamics.four_coord`` /
 ``phase``); Theorems 2 and 3 checked numerically; a sample of cells trained as full transformers
 (``cells``) and overlaid; cells straddling the exact diagram's boundaries trained as the theory's
 architecture (``cells``) and as the standard one (``standard_cells``), overlaid; the full-manifold reduced ODE against full gradient descent; exact
@@ -19,7 +19,7 @@ import jax
 import numpy as np
 
 from mechjax import experiment
-from mechjax.analysis.imir import reduced as rd
+from mechjax.analysis.imir.dynamics import four_coord as rd
 from mechjax.config import ConfigError
 from mechjax.io import write_json, write_npz
 from mechjax.tasks import blocklist as bl
@@ -134,21 +134,7 @@ def build(config) -> dict:
     if vs["steps"] % vs["n_evals"]:
         raise ConfigError(f"validate_standard.steps={vs['steps']} must be a multiple of "
                           f"validate_standard.n_evals={vs['n_evals']}")
-    fg = c["full_grid"]
-    full_spec = None
-    if fg["n"]:
-        if fg["n"] < 2:
-            raise ConfigError(f"full_grid.n={fg['n']}: 0 (off) or >= 2")
-        full_spec = _spec("full_grid", fg)
-        if fg["n_blocks"] < 3:
-            raise ConfigError(f"full_grid.n_blocks={fg['n_blocks']}: must be >= 3 (the "
-                              "in-weights read-off removes the relevant block: a distractor "
-                              "block must exist)")
-        _sizes("full_grid", fg)
-        if bl.support_size(full_spec) > 4_000_000:
-            raise ConfigError(f"full_grid: {bl.support_size(full_spec)} draw combinations to "
-                              "enumerate; use a smaller spec (<= 4000000)")
-    return {**c, "exact_spec": exact_spec, "full_spec": full_spec, "sizes": sizes, "spec": spec, "sizes_b": sizes_b,
+    return {**c, "exact_spec": exact_spec, "sizes": sizes, "spec": spec, "sizes_b": sizes_b,
             "sizes_t2": sizes_t2,
             "sizes_t3": sizes_t3, "sizes_t3_small": sizes_t3_small, "check_spec": check_spec}
 
@@ -195,8 +181,6 @@ def four_coordinate_comparison(c: dict, ex: dict, summary: dict, metrics: dict,
     if c["cells"]["n_cells"]:
         cells_xy = stages.trained_cells(c, t_ode, frfv, summary, metrics, fig_dir)
     stages.ode_vs_training(c, summary, metrics, fig_dir)
-    if c["full_grid"]["n"]:
-        stages.full_grid(c, summary, metrics, fig_dir)
     if c["confinement"]["enabled"]:
         stages.confinement(c, summary)
     stages.figures(c, fig_dir, metrics, frfv, bfr, t2_rows, t3_series, cells_xy)
@@ -211,8 +195,7 @@ def format_summary(summary: dict[str, Any]) -> str:
             "ode_vs_training/max_rel_deviation",
             "theorem2_exact/protocol_max_abs_diff_vs_4coord_f_v_0", "theorem3_exact/r2",
             "emergence_exact/order_exact", "emergence_exact/order_trained",
-            "full_grid/winner_agreement_with_4coord",
-            "full_grid/contour_sb", "emergence_order", "emergence_times_ode",
+            "emergence_order", "emergence_times_ode",
             "emergence_order_trained", "emergence_times_trained", "confinement/rel_residual",
             "speed/ratio_train_per_cell_vs_grid", "cells/winner_trained",
             "cells/winner_ode_same_horizon", "cells/winner_ode_grid_horizon"]

@@ -13,17 +13,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import cells as imir_cells
-from mechjax.analysis.imir import compare
-from mechjax.analysis.imir import confinement as cf
-from mechjax.analysis.imir import full_phase
+from mechjax.analysis.imir.manifold import basis as ib
+from mechjax.analysis.imir.cells import theory as imir_cells
+from mechjax.analysis.imir.phase import four_coord as fc
+from mechjax.analysis.imir.manifold import confinement as cf
 from mechjax.analysis.imir import measure
-from mechjax.analysis.imir import phase as ph
-from mechjax.analysis.imir import project as proj
-from mechjax.analysis.imir import reduced as rd
-from mechjax.analysis.imir import solve
-from mechjax.analysis.imir import theorems as th
+from mechjax.analysis.imir.phase import readoff as ph
+from mechjax.analysis.imir.manifold import project as proj
+from mechjax.analysis.imir.dynamics import four_coord as rd
+from mechjax.analysis.imir.dynamics import solve
+from mechjax.analysis.imir.theorems import four_coord as th
 from mechjax.plots import imir as plots
 from mechjax.plots.save import save_figure
 from mechjax.sweep import log
@@ -44,9 +43,9 @@ def frfv_diagram(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> di
     fv_ax = np.linspace(g["f_v_min"], g["f_v_max"], g["n"])
     FR, FV = np.meshgrid(fr_ax, fv_ax, indexing="ij")
     log(f"imir_phase: ({g['n']} x {g['n']}) (f_r, f_v) grid, reduced ODE, b={b0}, load {load_average()}")
-    out, t_comp, t_run = ph.timed_grid(c["sizes"], o["init"], b0, FR.ravel(), FV.ravel(),
+    out, t_comp, t_run = fc.timed_grid(c["sizes"], o["init"], b0, FR.ravel(), FV.ravel(),
                                        float(o["t1"]), o["n_save"], _dt0(o["t1"], o["n_steps"]))
-    ro = ph.readoff(out, t_ode, np.full(FR.size, float(b0)), o["threshold"])
+    ro = fc.readoff(out, t_ode, np.full(FR.size, float(b0)), o["threshold"])
     sb = b0 * ph.s_factor(FR, FV)
     contour = ph.contour_agreement(sb, ro["icl"].reshape(FR.shape))
     log(f"grid: {FR.size} ODE solves in {t_run:.1f} s (+ {t_comp:.1f} s compile), load {load_average()}")
@@ -61,7 +60,7 @@ def frfv_diagram(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> di
     # float32 against float64 at a 10x tighter tolerance on a few cells
     idx = np.linspace(0, FR.size - 1, o["check_cells"]).astype(int)
     with jax.enable_x64(True):
-        fine = ph.solve_grid(c["sizes"], o["init"], b0, FR.ravel()[idx], FV.ravel()[idx],
+        fine = fc.solve_grid(c["sizes"], o["init"], b0, FR.ravel()[idx], FV.ravel()[idx],
                              float(o["t1"]), o["n_save"], dtype=jnp.float64,
                              rtol=solve.RTOL / 10, atol=solve.ATOL / 10)
         fine = {k: np.asarray(v) for k, v in fine.items()}
@@ -77,9 +76,9 @@ def bfr_diagram(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> dic
     b_ax = np.arange(1, c["task_b"]["n_blocks"])
     fr_ax = metrics["frfv_4coord/f_r"]
     BB, FR = np.meshgrid(b_ax, fr_ax, indexing="ij")
-    out, _, t_run = ph.timed_grid(c["sizes_b"], o["init"], BB.ravel(), FR.ravel(), fv,
+    out, _, t_run = fc.timed_grid(c["sizes_b"], o["init"], BB.ravel(), FR.ravel(), fv,
                                   float(o["t1"]), o["n_save"], _dt0(o["t1"], o["n_steps"]))
-    ro = ph.readoff(out, t_ode, BB.ravel().astype(float), o["threshold"])
+    ro = fc.readoff(out, t_ode, BB.ravel().astype(float), o["threshold"])
     sb = BB * ph.s_factor(FR, fv)
     contour = _record_b_grid("_4coord", ro, BB, b_ax, fr_ax, sb, t_run, summary, metrics)
     return {"b_ax": b_ax, "sb": sb, "contour": contour}
@@ -116,10 +115,10 @@ def theorem_checks(c: dict, t_ode: np.ndarray, frfv: dict, summary: dict) -> tup
 def reference_cell(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> None:
     """Emergence order of the coordinates at the reference cell (reduced ODE)."""
     o, t = c["ode"], c["task"]
-    ref = ph.solve_grid(c["sizes"], o["init"], t["b"], t["f_r_ref"], t["f_v_ref"],
+    ref = fc.solve_grid(c["sizes"], o["init"], t["b"], t["f_r_ref"], t["f_v_ref"],
                         float(o["t1"]), o["n_save"], dt0=_dt0(o["t1"], o["n_steps"]))
     metrics["ref/theta_ode"] = np.asarray(ref["theta"][0])
-    summary.update(compare.reference_emergence(t_ode, metrics["ref/theta_ode"], t["f_r_ref"],
+    summary.update(fc.reference_emergence(t_ode, metrics["ref/theta_ode"], t["f_r_ref"],
                                                t["f_v_ref"], t["b"]))
 
 
@@ -140,11 +139,11 @@ def trained_cells(c: dict, t_ode: np.ndarray, frfv: dict, summary: dict, metrics
                                 ce["n_save"], ce["batch_size"], ce["eval_size"], ce["seed"])
     train_s = time.perf_counter() - t0
     horizon = float(tr["t"][-1])
-    ode_c = ph.solve_grid(c["sizes"], o["init"], b0, fr_c, fv_c, horizon, ce["n_save"],
+    ode_c = fc.solve_grid(c["sizes"], o["init"], b0, fr_c, fv_c, horizon, ce["n_save"],
                           dt0=_dt0(horizon, o["n_steps"]))
     ode_c = {k: np.asarray(v) for k, v in ode_c.items()}
     near = ph.nearest_cells(FR, FV, fr_c, fv_c)
-    cmp, trc = compare.cells_vs_ode(tr, ode_c, {k: v[near] for k, v in frfv["out"].items()},
+    cmp, trc = fc.cells_vs_ode(tr, ode_c, {k: v[near] for k, v in frfv["out"].items()},
                                     t_ode, b0, o["threshold"], fr_c, fv_c)
     # time one transformer cell would need for the ODE's horizon
     per_cell = train_s / len(fr_c) * float(o["t1"]) / horizon
@@ -190,30 +189,6 @@ def ode_vs_training(c: dict, summary: dict, metrics: dict, fig_dir: str) -> None
                     "check/theta_gd": traj["gd"]})
 
 
-def full_grid(c: dict, summary: dict, metrics: dict, fig_dir: str) -> None:
-    """The exact full-manifold diagram on a coarse grid against the 4-coordinate one."""
-    fg, spec = c["full_grid"], c["full_spec"]
-    log(f"full-manifold reduced ODE on a {fg['n']} x {fg['n']} grid ({spec.seq_len} positions, "
-        f"{spec.n_tokens} tokens)")
-    res, a = full_phase.compare_with_four_coordinates(
-        spec, c["ode"]["init"], fg["n"], float(fg["t1"]), fg["n_save"], c["ode"]["threshold"],
-        _dt0(fg["t1"], fg["n_steps"]))
-    summary.update(res)
-    labels = ("f_r (rare fraction)", "f_v (within-class variability)")
-    for name, title in (("", f"full-manifold reduced ODE ({res['full_grid/n_coords']} "
-                             f"coordinates = full training), T={spec.seq_len}, "
-                             f"V={spec.n_tokens}, t1={fg['t1']}"),
-                        ("_4coord", f"4-coordinate closed form, same task and grid, "
-                                    f"t1={fg['t1']}")):
-        save_figure(plots.phase_diagram(
-            a["axis"], a["axis"], a["winner" + name], a["p_rare" + name], a["emergence" + name],
-            a["s"], a["contour_c" + name], *labels, title, ph.WINNERS, None),
-            os.path.join(fig_dir, f"phase_full_manifold{name}.png"))
-    metrics.update({"full/winner": a["winner"], "full/p_rare": a["p_rare"],
-                    "full/p_iwl": a["p_iwl"], "full/winner_4coord": a["winner_4coord"],
-                    "full/theta_abgd": a["theta_abgd"], "full/axis": a["axis"]})
-
-
 def confinement(c: dict, summary: dict) -> None:
     """Exact confinement of the population gradient at a random point of the manifold."""
     frame = ib.make_frame(ib.TokenStructure.from_spec(measure.TINY), measure.TINY.seq_len)
@@ -250,10 +225,10 @@ def four_vs_exact(c: dict, ex: dict, summary: dict) -> None:
     """The 4-coordinate closed form on the exact diagram's spec, grid and horizon: how often it
     names the same winner (its own ICL level, capped at b / (b + 1))."""
     e, o, spec = c["exact"], c["ode"], ex["spec"]
-    four = ph.solve_grid(rd.RecallSizes.from_spec(spec), o["init"], spec.burstiness,
+    four = fc.solve_grid(rd.RecallSizes.from_spec(spec), o["init"], spec.burstiness,
                          ex["FR"].ravel(), ex["FV"].ravel(), float(e["t1"]), e["n_save"],
                          dt0=_dt0(e["t1"], e["n_steps"]))
-    ro = ph.readoff({k: np.asarray(v) for k, v in four.items()}, ex["t"],
+    ro = fc.readoff({k: np.asarray(v) for k, v in four.items()}, ex["t"],
                     np.full(ex["FR"].size, float(spec.burstiness)), o["threshold"])
     summary["grid_4coord/winner_agreement_with_exact"] = float(np.mean(
         ro["winner"] == ex["ro"]["winner"]))

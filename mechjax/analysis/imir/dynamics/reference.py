@@ -1,15 +1,15 @@
-"""Reduced dynamics on the manifold: ``d theta / dt = - G^-1 grad_theta L(W(theta))``.
+"""The enumerated reference: ``d theta / dt = - G^-1 grad_theta L(W(theta))`` with ``L`` the
+population loss of an enumerated task (``blocklist.Support``) through the engine's forward on
+``d_model``-wide weights. Independent of the exact model (``dynamics.model``: orbit classes and the
+coordinate forward), so the tests compare that model with it; the experiments call the model.
 
-``L`` is the exact population loss of an enumerated tiny task (``blocklist.Support``), whose
-probabilities are traced functions of the task parameters, so the dynamics vmap over initial
-conditions *and* data parameters. Integration: ``imir.solve`` (diffrax, adaptive steps with error
-control). ``gradient_descent`` trains the full
+The support's probabilities are traced functions of the task parameters, so the field vmaps over
+initial conditions *and* data parameters. ``gradient_descent`` trains the full
 weights (every entry of every ``W_KQ`` and ``W_U``) of the same model from ``W(theta_0)``; with
 learning rate ``lr`` its step k sits at time ``t = k * lr`` of the gradient flow
 ``dW/dt = -grad_W L``, whose projection is the reduced ODE (docs/imir.md, section 4).
 
-A sub-manifold is a linear map ``theta_full = theta_sub @ phi`` (``phi [n_sub, n_full]``), e.g. the
-four induction/in-weights coordinates of ``abgd_coordinates``; its reduced dynamics use
+On a sub-manifold ``theta_full = theta_sub @ phi`` (``manifold.submanifold``) the field uses
 ``G_sub = phi G phi^T`` and ``grad_sub = phi grad_theta``.
 """
 from __future__ import annotations
@@ -20,10 +20,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import project as proj
-from mechjax.analysis.imir import sgd, solve
-from mechjax.analysis.imir.basis import Basis, fixed_params, imir_config
-from mechjax.analysis.imir.loss import readout_loss
+from mechjax.analysis.imir.manifold import project as proj
+from mechjax.analysis.imir.cells import sgd
+from mechjax.analysis.imir.manifold.basis import Basis, fixed_params, imir_config
+from mechjax.analysis.imir.forward.loss import readout_loss
+from mechjax.tasks import blocklist as bl
 from mechjax.tasks.blocklist import Support
 
 Params = Mapping[str, jax.Array]
@@ -48,50 +49,7 @@ def population_loss_fn(basis: Basis, support: Support, causal: bool = False,
     return loss
 
 
-def abgd_coordinates(basis: Basis) -> tuple[tuple[str, ...], np.ndarray]:
-    """The 4-coordinate sub-manifold (alpha, beta, gamma, delta) of a 2-layer, 1-head basis.
-
-    alpha: ``W_KQ1 = alpha M`` (previous-token attention). beta: ``W_KQ2 = beta I_t O1^T`` (the
-    query token matched against what layer 1 wrote). gamma: ``W_U += gamma O2 I_t`` (copy readout
-    of what layer 2 wrote). delta: ``W_U += delta C`` (in-weights association).
-    ``I_t`` is the sum of the class identities ``I_common + I_rare + ...``.
-    """
-    f = basis.frame
-    if f.n_layers != 2 or f.n_heads != 1:
-        raise ValueError("abgd_coordinates needs a 2-layer, 1-head frame")
-    names = basis.names()
-    idx = {n: i for i, n in enumerate(names)}
-    ident = [s for s in basis.sel_kq_names if s.startswith("I_") and s != "I_p"]
-    ident_out = [s for s in basis.sel_out_names if s.startswith("I_")]
-    rows = {
-        "alpha": ["L0H0 I|M|I"],
-        "beta": [f"L1H0 I|{s}|O1" for s in ident],
-        "gamma": [f"U O2|{s}" for s in ident_out],
-        "delta": ["U I|C"],
-    }
-    phi = np.zeros((4, basis.size))
-    for r, (_, members) in enumerate(rows.items()):
-        for m in members:
-            if m not in idx:
-                raise KeyError(f"coordinate {m!r} is not in the basis")
-            phi[r, idx[m]] = 1.0
-    return tuple(rows), phi
-
-
-def sub_projector(basis: Basis, phi: np.ndarray) -> np.ndarray:
-    """``[n_sub, n]``: the Gram-weighted projection of full coordinates onto the sub-manifold
-    ``theta_full = theta_sub @ phi``, ``(phi G phi^T)^-1 phi G`` (``theta_sub = P theta``; exact
-    on the sub-manifold)."""
-    g = proj.gram(basis)
-    return np.linalg.solve(phi @ g @ phi.T, phi @ g)
-
-
-def abgd_projector(basis: Basis) -> np.ndarray:
-    """``[4, n]``: ``sub_projector`` onto (alpha, beta, gamma, delta)."""
-    return sub_projector(basis, abgd_coordinates(basis)[1])
-
-
-def vector_field(basis: Basis, loss: LossFn, phi: np.ndarray | None = None):
+def enumerated_field(basis: Basis, loss: LossFn, phi: np.ndarray | None = None):
     """``field(theta, task_params) -> d theta / dt`` (theta in sub-coordinates when ``phi``)."""
     g_sub_inv = None
     if phi is not None:
@@ -106,14 +64,6 @@ def vector_field(basis: Basis, loss: LossFn, phi: np.ndarray | None = None):
         return -jnp.asarray(g_sub_inv, c.dtype) @ (jnp.asarray(phi, c.dtype) @ c)
 
     return field
-
-
-def integrate(field, theta0: jax.Array, task_params, t1: float, n_save: int,
-              rtol: float = solve.RTOL, atol: float = solve.ATOL, dt0: float | None = None,
-              ) -> jax.Array:
-    """``field`` from 0 to ``t1`` (``imir.solve``: adaptive, error-controlled); ``[n_save + 1, n]``
-    states at equal times. Jittable and vmappable over ``theta0`` and ``task_params``."""
-    return solve.solve(field, theta0, task_params, t1, n_save, rtol, atol, dt0)
 
 
 def gradient_descent(basis: Basis, loss: LossFn, theta0: jax.Array, task_params, lr: float,
@@ -145,3 +95,19 @@ def max_rel_deviation(theta_a: jax.Array, theta_b: jax.Array, upto: int | None =
     big = scale > 0.01 * scale.max()
     coord = np.max(np.max(np.abs(a - b), axis=0)[big] / scale[big])
     return {"norm": float(norm), "coord": float(coord)}
+
+
+def given_rare(support: bl.Support, task_params) -> jax.Array:
+    """``P(sequence | relevant item rare)`` up to a constant: the support's probabilities without
+    the relevant item's rare/common draw (``rare0``), restricted to ``rare0 = 1``. Defined at
+    ``f_r = 0`` (the distractors keep the training distribution)."""
+    p = jnp.asarray(support.count, jnp.float32) * support.base
+    keep = None
+    for j, v in enumerate(support.param_vars):
+        if v.name == "rare0":
+            keep = jnp.asarray(support.param_draws[:, j] == 1, jnp.float32)
+            continue
+        p = p * bl.var_probs(v, task_params)[support.param_draws[:, j]]
+    if keep is None:
+        raise ValueError("support has no 'rare0' draw")
+    return p * keep

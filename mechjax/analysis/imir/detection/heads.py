@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir.circuits import Unit, heads_on
+from mechjax.analysis.imir.detection.circuits import Unit, heads_on
 from mechjax.config import ModelConfig
 from mechjax.hooks import run_with_cache, run_with_hooks
 from mechjax.metrics import accuracy, cross_entropy

@@ -21,11 +21,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import ode
-from mechjax.analysis.imir import project as proj
-from mechjax.analysis.imir import sgd
-from mechjax.analysis.imir.loss import readout_loss
+from mechjax.analysis.imir.manifold import submanifold as subm
+from mechjax.analysis.imir.manifold import basis as ib
+from mechjax.analysis.imir.manifold import project as proj
+from mechjax.analysis.imir.cells import sgd
+from mechjax.analysis.imir.forward.loss import readout_loss
 from mechjax.model import forward
 from mechjax.tasks import blocklist as bl
 
@@ -72,8 +72,8 @@ def _program(spec: bl.BlockListSpec, steps: int, n_save: int, batch_size: int, e
     rate, seed and cells are its arguments, so calls that differ only in those share it."""
     frame = ib.make_frame(ib.TokenStructure.from_spec(spec), spec.seq_len)
     basis = ib.make_basis(frame)
-    _, phi = ode.abgd_coordinates(basis)
-    to_sub = jnp.asarray(ode.abgd_projector(basis), jnp.float32)  # [4, n]
+    _, phi = subm.abgd_coordinates(basis)
+    to_sub = jnp.asarray(subm.abgd_projector(basis), jnp.float32)  # [4, n]
     cfg = ib.imir_config(frame)
     fixed = ib.fixed_params(frame)
     assoc = jnp.asarray(spec.association())

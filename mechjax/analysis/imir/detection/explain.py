@@ -25,8 +25,8 @@ from typing import Mapping
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import project as proj
-from mechjax.analysis.imir.basis import Basis, Frame, fixed_params
+from mechjax.analysis.imir.manifold import project as proj
+from mechjax.analysis.imir.manifold.basis import Basis, Frame, fixed_params
 
 ArrayDict = Mapping[str, np.ndarray]
 TOL = 1e-4  # relative deviation from the frame below which an assumption counts as met

@@ -41,7 +41,7 @@ from typing import Sequence
 
 import numpy as np
 
-from mechjax.analysis.imir.basis import Basis
+from mechjax.analysis.imir.manifold.basis import Basis
 
 Head = tuple[int, int]  # (layer, head)
 KINDS = ("prev", "match", "copy", "iwl")

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from mechjax import runs
-from mechjax.analysis.imir.explain import DetectError
+from mechjax.analysis.imir.detection.explain import DetectError
 from mechjax.config import ModelConfig
 from mechjax.weights import WeightsError, read_npz
 

@@ -4,9 +4,9 @@ in one ``jit(vmap)``, full transformers trained from random weights in one ``jit
 classified by ``routes.winners``, and the interaction between routes from the reduced field's
 Jacobian.
 
-The population is ``symmetric_support`` pruned at the (concrete) task parameters: exact for the
-loss and the coordinate gradient on the manifold (orbit quotient), so the ODE is the projected
-gradient flow of the population loss. Training draws fresh batches from the task (``bl.sample``)
+The flow is the exact model's (``dynamics.model``: the orbit classes of the recall population,
+pruned to those of positive probability at the concrete task parameters), the projected gradient
+flow of the population loss. Training draws fresh batches from the task (``bl.sample``)
 with plain SGD, the Euler scheme of the same flow at ``t = step * lr`` (``sgd``), from full random
 weights (off-manifold parts included); its trajectories are read through the least-squares
 coordinates (``project.coords``).
@@ -20,25 +20,26 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import ode
-from mechjax.analysis.imir import project as proj
-from mechjax.analysis.imir import routes as rt
-from mechjax.analysis.imir import sgd, solve
-from mechjax.analysis.imir.loss import readout_loss
+from mechjax.analysis.imir.manifold import submanifold as subm
+from mechjax.analysis.imir.manifold import basis as ib
+from mechjax.analysis.imir.dynamics import model as exact
+from mechjax.analysis.imir.manifold import project as proj
+from mechjax.analysis.imir.routes import induction_routes as rt
+from mechjax.analysis.imir.cells import sgd
+from mechjax.analysis.imir.dynamics import solve
+from mechjax.analysis.imir.forward.loss import readout_loss
 from mechjax.tasks import blocklist as bl
-from mechjax.tasks.blocklist.population import symmetric_support
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class RouteProblem:
-    """A task, the model frame and basis, the routes, the exact population and its flow."""
+    """A task, the model frame and basis, the routes, the exact model and its flow."""
 
     spec: bl.BlockListSpec
     basis: ib.Basis
     dirs: rt.RouteDirections
     projector: np.ndarray               # [n_units, n]: Gram-weighted projection on the units
-    support: bl.Support
+    model: exact.ExactRecall           # pruned at task_params
     task_params: dict[str, float]
 
     @property
@@ -50,13 +51,11 @@ class RouteProblem:
 
     def loss(self):
         """``loss(theta [n]) -> scalar``: the exact population loss at ``W(theta)``."""
-        pop = ode.population_loss_fn(self.basis, self.support)
-        return lambda theta: pop(proj.weights(self.basis, theta), self.tp())
+        return lambda theta: self.model.loss(theta, self.tp())
 
     def field(self):
         """``field(theta [n]) -> d theta / dt``: the exact reduced ODE on every coordinate."""
-        f = ode.vector_field(self.basis, ode.population_loss_fn(self.basis, self.support))
-        return lambda theta: f(theta, self.tp())
+        return lambda theta: self.model.field(theta, self.tp())
 
     def values(self, theta: jax.Array) -> jax.Array:
         """``[..., n_units]``: the route units' values of ``theta [..., n]``."""
@@ -67,12 +66,12 @@ def route_problem(spec: bl.BlockListSpec, n_layers: int, n_heads: int,
                   task_params: Mapping[str, float]) -> RouteProblem:
     """The problem for ``spec`` (cyclic offsets) in an ``n_layers``-layer, ``n_heads``-head
     frame, at concrete ``task_params`` (``f_r``, ``f_v``)."""
-    frame = ib.make_frame(ib.TokenStructure.from_spec(spec), spec.seq_len, n_layers, n_heads)
-    basis = ib.make_basis(frame)
+    model = exact.make(spec, n_layers, n_heads)
+    basis = model.basis
     dirs = rt.route_directions(basis, rt.induction_routes(basis))
     tp = {k: float(v) for k, v in task_params.items()}
-    sup = symmetric_support(spec).prune({k: jnp.float32(v) for k, v in tp.items()})
-    return RouteProblem(spec, basis, dirs, ode.sub_projector(basis, dirs.phi), sup, tp)
+    pruned = model.pruned({k: jnp.float32(v) for k, v in tp.items()})
+    return RouteProblem(spec, basis, dirs, subm.sub_projector(basis, dirs.phi), pruned, tp)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -17,9 +17,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import project as proj
-from mechjax.analysis.imir.basis import Basis, fixed_params, imir_config
-from mechjax.analysis.imir.loss import readout_loss
+from mechjax.analysis.imir.manifold import project as proj
+from mechjax.analysis.imir.manifold.basis import Basis, fixed_params, imir_config
+from mechjax.analysis.imir.forward.loss import readout_loss
 from mechjax.tasks import blocklist
 
 Params = Mapping[str, jax.Array]

@@ -7,89 +7,20 @@ rare-token ICL is not capped at ``b / (b + 1)``).
 """
 from __future__ import annotations
 
-import concurrent.futures
-import os
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import cells as imir_cells
-from mechjax.analysis.imir import exact
-from mechjax.analysis.imir import ode
-from mechjax.analysis.imir import phase as ph
-from mechjax.analysis.imir import solve
+from mechjax.analysis.imir.dynamics import grid
+from mechjax.analysis.imir.cells import theory as imir_cells
+from mechjax.analysis.imir.dynamics import model as exact
+from mechjax.analysis.imir.dynamics import reference as ode
+from mechjax.analysis.imir.phase import readoff as ph
+from mechjax.analysis.imir.dynamics import solve
 from mechjax.tasks import blocklist as bl
 from mechjax.tasks.blocklist import population as pop
-
-
-def timed_cells(model: exact.ExactRecall, init_sub, f_r, f_v, t1: float, n_save: int,
-                rtol: float = solve.RTOL, dt0: float | None = None, chunk: int = 256,
-                solver: str = "tsit5", step_cap: int | None = None,
-                workers: int | None = None) -> tuple[dict[str, np.ndarray], float, float]:
-    """``exact.solve_cells`` over many cells (float32, final state kept only) with compilation
-    timed apart: ``(numpy results, compile seconds, run seconds)``; ``results["n_capped"]`` is
-    how many cells needed the second pass, ``results["steps"] [G]`` the solver steps of each
-    cell's last pass.
-
-    Cells run ``chunk`` at a time (one compiled vmap, padded). Under ``vmap`` the adaptive loop
-    runs until the chunk's slowest cell is done, and a few stiff cells near the ICL/IWL boundary
-    take several times the median steps; so with ``step_cap`` every cell first runs capped, and
-    only the cells the cap stopped are solved again, uncapped, in a second pass. ``workers``
-    chunks run at once (default: one per CPU core)."""
-    workers = workers or os.cpu_count() or 1
-    f_r, f_v = np.ravel(f_r), np.ravel(f_v)
-    n_cells = f_r.size
-    chunk = exact.padded_size(min(chunk, n_cells))
-    atol = rtol * solve.ATOL / solve.RTOL
-    th0 = jnp.asarray(exact.abgd_init(model, init_sub), jnp.float32)
-    # the second pass holds few cells: a smaller chunk, so they do not pad a full one
-    sizes = [(step_cap, chunk), (solve.MAX_STEPS, exact.padded_size(chunk // 8))] if step_cap \
-        else [(solve.MAX_STEPS, chunk)]
-    t0 = time.perf_counter()
-    passes = [(exact.cells_solver(model, float(t1), n_save, rtol, atol, dt0, keep_theta=False,
-                                  solver=solver, max_steps=cap, size=size), size)
-              for cap, size in sizes]
-    t_compile = time.perf_counter() - t0
-
-    def run(fn_size, cells: np.ndarray) -> dict[str, np.ndarray]:
-        fn, chunk = fn_size
-
-        def one(i: int) -> dict[str, np.ndarray]:
-            idx = cells[i: i + chunk]
-            idx = np.concatenate([idx, np.full(chunk - idx.size, idx[-1])])  # pad the last
-            out = fn(th0, jnp.asarray(f_r[idx], jnp.float32), jnp.asarray(f_v[idx], jnp.float32))
-            return {k: np.asarray(v) for k, v in out.items()}
-
-        # the adaptive loop's ops are too small for XLA to spread over the cores, so chunks
-        # run side by side, one per core (1.9x on 2 cores; BUILD_NOTES.md)
-        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-            parts = list(pool.map(one, range(0, cells.size, chunk)))
-        return {k: np.concatenate([p[k] for p in parts])[: cells.size] for k in parts[0]}
-
-    t0 = time.perf_counter()
-    out = run(passes[0], np.arange(n_cells))
-    n_capped = 0
-    if step_cap:
-        again = np.flatnonzero(~out["done"])
-        n_capped = int(again.size)
-        if n_capped:
-            redo = run(passes[1], again)
-            for k in out:
-                out[k][again] = redo[k]
-    t_run = time.perf_counter() - t0
-    if "done" in out and not out["done"].all():
-        raise RuntimeError(f"{int((~out['done']).sum())} of {n_cells} cells did not reach "
-                           f"t1={t1} within {solve.MAX_STEPS} solver steps")
-    out.pop("done", None)
-    return {**out, "n_capped": np.asarray(n_capped)}, t_compile, t_run
-
-
-def readoff(out: dict, t: np.ndarray, threshold: float) -> dict[str, np.ndarray]:
-    """``phase.readoff`` of exact-dynamics cells (uncapped ICL level)."""
-    n = len(out["p_rare"])
-    return ph.readoff(out, t, np.ones(n), threshold, capped=False)
 
 
 def b_grid(spec: bl.BlockListSpec, init_sub, b_values, f_r, f_v: float, t1: float,
@@ -104,7 +35,7 @@ def b_grid(spec: bl.BlockListSpec, init_sub, b_values, f_r, f_v: float, t1: floa
         model = exact.make(bl.BlockListSpec(kind="recall", n_common=spec.n_common,
                                             n_rare=spec.n_rare, n_blocks=spec.n_blocks,
                                             burstiness=int(b)))
-        out, _, run = timed_cells(model, init_sub, f_r, np.full(len(f_r), f_v), t1, n_save,
+        out, _, run = grid.timed_cells(model, init_sub, f_r, np.full(len(f_r), f_v), t1, n_save,
                                   rtol, dt0, chunk, solver=solver, step_cap=step_cap)
         parts.append(out)
         secs += run
@@ -115,13 +46,13 @@ def b_grid(spec: bl.BlockListSpec, init_sub, b_values, f_r, f_v: float, t1: floa
 
 def vs_full_ode(spec: bl.BlockListSpec, init_sub, f_r, f_v, t1: float, n_save: int,
                 dt0: float | None = None) -> dict:
-    """The exact dynamics against the enumerated full-manifold ODE (``ode.vector_field`` through
+    """The exact dynamics against the enumerated full-manifold ODE (``ode.enumerated_field`` through
     the engine on ``symmetric_support``) from the same point, per cell: ``ode.max_rel_deviation``
     of the coordinate trajectories (the enumerated ODE is the reference), and seconds of each."""
     model = exact.make(spec)
     th0 = jnp.asarray(exact.abgd_init(model, init_sub), jnp.float32)
     loss = ode.population_loss_fn(model.basis, pop.symmetric_support(spec))
-    field = ode.vector_field(model.basis, loss)
+    field = ode.enumerated_field(model.basis, loss)
     fr, fv = (jnp.asarray(np.ravel(x), jnp.float32) for x in (f_r, f_v))
 
     def run(fn):
@@ -151,7 +82,7 @@ def vs_sgd(spec: bl.BlockListSpec, init_sub, f_r: float, f_v: float, lr: float, 
                                 n_save, batch_size, 256, seed, full_coords=True,
                                 rare_pool="cell")  # p_rare unused; the grid cells' program
     t1 = float(tr["t"][-1])
-    traj = exact.solve_cells(model, exact.abgd_init(model, init_sub), f_r, f_v, t1, n_save,
+    traj = grid.solve_cells(model, exact.abgd_init(model, init_sub), f_r, f_v, t1, n_save,
                              dt0=dt0)
     ode_theta = np.asarray(traj["theta"][0])
     ode_loss = np.asarray(traj["loss"][0])

@@ -30,7 +30,7 @@ from typing import Mapping
 import jax
 import jax.numpy as jnp
 
-from mechjax.analysis.imir.basis import Basis, Frame
+from mechjax.analysis.imir.manifold.basis import Basis, Frame
 from mechjax.config import ModelConfig
 from mechjax.metrics import token_hits, token_nll
 from mechjax.train import Trainer

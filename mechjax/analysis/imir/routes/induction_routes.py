@@ -11,11 +11,11 @@ in an earlier layer than ``m``: a *route*. Each route has three units (``circuit
 Routes share units: in 3 layers, 1 head the routes ``L1>L2``, ``L1>L3`` and ``L2>L3`` (1-based
 layers) share ``L1>L2``'s and ``L1>L3``'s previous-token head, and ``L1>L3``'s and ``L2>L3``'s
 readout; only the match unit belongs to one route. ``I_t`` is the sum of the class identities
-(``I_common + I_rare``), as for the 2-layer beta and gamma (``ode.abgd_coordinates``).
+(``I_common + I_rare``), as for the 2-layer beta and gamma (``submanifold.abgd_coordinates``).
 
 A route's *directions* are its units as unit vectors of summed coordinates (``phi [n_units, n]``,
 ``theta_full = values @ phi``); ``values`` of any point are its Gram-weighted projection
-(``ode.sub_projector``).
+(``submanifold.sub_projector``).
 
 Winner (``winners``): the layer pair that carries the loss drop, by ablation. Zeroing every
 ``W_KQ`` coordinate of layer l (uniform attention there) raises the final loss by ``rise_l``; a
@@ -35,8 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import circuits as cc
-from mechjax.analysis.imir.basis import Basis
+from mechjax.analysis.imir.detection import circuits as cc
+from mechjax.analysis.imir.manifold.basis import Basis
 
 @dataclasses.dataclass(frozen=True)
 class Route:

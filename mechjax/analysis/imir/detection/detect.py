@@ -30,14 +30,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import circuits as cc
-from mechjax.analysis.imir import explain as ex
-from mechjax.analysis.imir import heads as hd
-from mechjax.analysis.imir import project as proj
-from mechjax.analysis.imir import truncated as tr
-from mechjax.analysis.imir.basis import Basis, fixed_params, imir_config
-from mechjax.analysis.imir.eliminate import Elimination, Staged, eliminate
-from mechjax.analysis.imir.loss import readout_accuracy, readout_loss
+from mechjax.analysis.imir.detection import circuits as cc
+from mechjax.analysis.imir.detection import explain as ex
+from mechjax.analysis.imir.detection import heads as hd
+from mechjax.analysis.imir.manifold import project as proj
+from mechjax.analysis.imir.forward import truncated as tr
+from mechjax.analysis.imir.manifold.basis import Basis, fixed_params, imir_config
+from mechjax.analysis.imir.detection.eliminate import Elimination, Staged, eliminate
+from mechjax.analysis.imir.forward.loss import readout_accuracy, readout_loss
 
 Batch = Mapping[str, jax.Array]
 

@@ -14,7 +14,7 @@ exact dynamics' (``exact``): ``p_rare`` / ``acc_rare`` mean target probability /
 with the relevant item rare and the distractors at the cell's law (``cells.eval_pool`` with
 ``rare_relevant``), ``p_iwl`` / ``acc_iwl`` the probability / argmax accuracy of ``C(a)`` on
 common faithful queries (``f_r = f_v = 0``) whose relevant block was replaced by a distractor
-block, in the ``b = 1`` layout. The winner is ``exact_phase.readoff``'s (uncapped ICL level).
+block, in the ``b = 1`` layout. The winner is ``phase.readoff``'s (uncapped ICL level).
 """
 from __future__ import annotations
 
@@ -25,9 +25,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import exact_phase
-from mechjax.analysis.imir import phase as ph
-from mechjax.analysis.imir.cells import eval_pool
+from mechjax.analysis.imir.phase import readoff as ph
+from mechjax.analysis.imir.cells.theory import eval_pool
 from mechjax.config import ModelConfig
 from mechjax.model import forward
 from mechjax.sweep import run_sweep
@@ -86,7 +85,7 @@ def train_standard_cells(spec: bl.BlockListSpec, f_r: np.ndarray, f_v: np.ndarra
 
     Returns ``READOFFS`` and ``loss`` (mean training loss of each interval) ``[n_cells, n_seeds,
     n_evals]``, ``step [n_evals]``, ``winner [n_cells, n_seeds]`` (``phase.WINNERS`` codes of
-    the final read-offs at ``threshold``, as ``exact_phase.readoff``), ``emergence [n_cells,
+    the final read-offs at ``threshold``, as ``phase.readoff``), ``emergence [n_cells,
     n_seeds]`` (step at which ``p_rare`` reaches ``threshold``; inf: never) and ``traces``
     (times the program was traced: 1 = one compiled program)."""
     if steps % n_evals:
@@ -109,7 +108,7 @@ def train_standard_cells(spec: bl.BlockListSpec, f_r: np.ndarray, f_v: np.ndarra
     step = res.steps.astype(np.float64)
     n_runs = f_r.size * len(seeds)
     flat = {k: out[k].reshape(n_runs, -1) for k in ("p_rare", "acc_rare", "p_iwl")}
-    ro = exact_phase.readoff(flat, step, threshold)
+    ro = ph.readoff(flat, step, threshold)
     shape = (f_r.size, len(seeds))
     return {**out, "step": step, "winner": ro["winner"].reshape(shape),
             "emergence": ro["emergence"].reshape(shape), "traces": np.asarray(res.traces)}

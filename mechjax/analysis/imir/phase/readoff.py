@@ -1,27 +1,25 @@
-"""Phase diagrams of in-context vs in-weights learning from the reduced (alpha, beta, gamma, delta)
-dynamics (``reduced``): the grid solve and its read-offs (docs/imir.md, section 6; Theorems 2 and 3
-are checked in ``theorems``).
+"""Phase-diagram read-offs of in-context vs in-weights learning, the same for every model
+(docs/imir.md, section 6):
 
-Read-offs (all from the closed-form population, so they are exact for the reduced model):
-  ICL formed   mean target probability on *rare* items ``p_rare >= threshold`` (rare tokens are
-               resampled per sequence: only the induction circuit can predict them);
+  ICL formed   mean target probability on *rare* items ``p_rare >= threshold`` (times the
+               model's ceiling; rare tokens are resampled per sequence: only the induction
+               circuit can predict them);
   IWL formed   probability of ``C(a)`` from the in-weights readout alone ``p_iwl >= threshold``;
   winner       0 neither, 1 ICL only, 2 IWL only, 3 both (at the end of the horizon);
   emergence    time at which ``p_rare`` reaches the threshold, linearly interpolated between
-               saved times (``curves.first_crossing``; ``inf``: never).
+               saved times (``curves.first_crossing``; ``inf``: never);
+
+and the contour ``s b = c`` of Theorem 2's factor (``s_factor``, ``contour_agreement``), the
+coordinates' emergence times and order.
 """
 from __future__ import annotations
 
-import time
 from typing import Sequence
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from mechjax.analysis.curves import first_crossing
-from mechjax.analysis.imir import reduced as rd
-from mechjax.analysis.imir import solve
+from mechjax.analysis.imir.dynamics.four_coord import NAMES
 
 WINNERS = ("neither", "ICL", "IWL", "both")
 
@@ -32,58 +30,15 @@ def s_factor(f_r, f_v):
     return f_r + (1 - f_r) * f_v
 
 
-def solve_grid(sizes: rd.RecallSizes, theta0: Sequence[float], b, f_r, f_v, t1: float,
-               n_save: int, dtype=jnp.float32, rtol: float = solve.RTOL,
-               atol: float = solve.ATOL, dt0: float | None = None) -> dict[str, jax.Array]:
-    """Reduced ODE for every cell of a flat grid (``b``, ``f_r``, ``f_v`` broadcast to ``[G]``):
-    one jitted ``vmap``. Returns ``theta [G, n_save + 1, 4]`` and the ``reduced.metrics``
-    ``[G, n_save + 1]`` along the trajectories."""
-    b, f_r, f_v = (jnp.asarray(np.ravel(x), dtype)
-                   for x in np.broadcast_arrays(b, f_r, f_v))
-    th0 = jnp.asarray(theta0, dtype)
-    return grid_solver(sizes, t1, n_save, rtol, atol, dt0)(th0, b, f_r, f_v)
-
-
-def grid_solver(sizes: rd.RecallSizes, t1: float, n_save: int, rtol: float = solve.RTOL,
-                atol: float = solve.ATOL, dt0: float | None = None):
-    """The jitted ``(theta0 [4], b [G], f_r [G], f_v [G]) -> solve_grid output`` (to lower and
-    compile separately, e.g. to time compilation apart from the solve)."""
-    def one(th0, b, fr, fv):
-        traj = rd.integrate(sizes, th0, b, fr, fv, t1, n_save, rtol, atol, dt0)
-        m = jax.vmap(lambda th: rd.metrics(sizes, th, b, fr, fv))(traj)
-        return {"theta": traj, **m}
-
-    return jax.jit(jax.vmap(one, in_axes=(None, 0, 0, 0)))
-
-
-def timed_grid(sizes: rd.RecallSizes, theta0: Sequence[float], b, f_r, f_v, t1: float,
-               n_save: int, dt0: float | None = None) -> tuple[dict[str, np.ndarray], float, float]:
-    """``solve_grid`` (float32) with compilation timed apart: ``(numpy results, compile
-    seconds, run seconds)``."""
-    fn = grid_solver(sizes, t1, n_save, dt0=dt0)
-    b, f_r, f_v = (jnp.asarray(x, jnp.float32) for x in np.broadcast_arrays(b, f_r, f_v))
-    args = (jnp.asarray(theta0, jnp.float32), b, f_r, f_v)
-    t0 = time.perf_counter()
-    compiled = fn.lower(*args).compile()
-    t1_ = time.perf_counter()
-    out = jax.block_until_ready(compiled(*args))
-    t2 = time.perf_counter()
-    return {k: np.asarray(v) for k, v in out.items()}, t1_ - t0, t2 - t1_
-
-
-def readoff(out: dict, t: np.ndarray, b: np.ndarray, threshold: float, capped: bool = True,
+def readoff(out: dict, t: np.ndarray, threshold: float, icl_ceiling: np.ndarray | float = 1.0,
             ) -> dict[str, np.ndarray]:
     """Per cell of ``out`` (``p_rare``, ``p_iwl``, ``acc_rare`` ``[G, n_t]`` at times ``t``):
     ``winner`` (``WINNERS`` code), final ``p_rare`` / ``acc_rare`` / ``p_iwl``, ICL
     ``emergence`` time and ``icl`` (formed at the end). ICL counts as formed when ``p_rare``
-    reaches ``threshold * b / (b + 1)``: the 4-coordinate induction head attends equally to the
-    answers and to the token after the query (which also follows a copy of the query token on
-    the ring), so ``b / (b + 1)`` is its ceiling (docs/imir.md, section 6). ``capped=False`` (the
-    full-manifold model, which can use positions): ICL level ``threshold``."""
-    b = np.asarray(b, np.float64)
-    ceiling = b / (b + 1.0) if capped else np.ones_like(b)
-    icl_level = threshold * ceiling
+    reaches ``threshold * icl_ceiling`` (the exact model can use positions: ceiling 1; the
+    4-coordinate model's is ``b / (b + 1)``, ``phase.four_coord.readoff``)."""
     p_rare = np.asarray(out["p_rare"])
+    icl_level = threshold * np.broadcast_to(np.asarray(icl_ceiling, np.float64), len(p_rare))
     emergence = np.array([first_crossing(t, p_rare[i], icl_level[i], interpolate="linear",
                                          never=np.inf) for i in range(len(p_rare))])
     p_iwl = np.asarray(out["p_iwl"])[:, -1]
@@ -115,7 +70,7 @@ def classify(p_rare: np.ndarray, p_iwl: np.ndarray, threshold: float = 0.5,
 
 
 def coordinate_emergence(t: np.ndarray, theta: np.ndarray,
-                         names: Sequence[str] = rd.NAMES) -> dict[str, float]:
+                         names: Sequence[str] = NAMES) -> dict[str, float]:
     """First time each coordinate covers half of its total change (``theta [n_t, n]``)."""
     theta = np.asarray(theta, np.float64)
     change = np.abs(theta - theta[0])
@@ -126,7 +81,7 @@ def coordinate_emergence(t: np.ndarray, theta: np.ndarray,
 
 
 def departure_times(t: np.ndarray, theta: np.ndarray, level: float = 0.5,
-                    names: Sequence[str] = rd.NAMES) -> dict[str, float]:
+                    names: Sequence[str] = NAMES) -> dict[str, float]:
     """First time each coordinate has moved ``level`` from its initial value (``inf``: never).
     Unlike ``coordinate_emergence`` this does not depend on the horizon (gamma, a readout
     scale, keeps growing after the induction head has formed)."""
@@ -153,3 +108,6 @@ def contour_agreement(sb: np.ndarray, formed: np.ndarray) -> dict[str, float]:
         if acc > best:
             best_c, best = float(c), acc
     return {"c": best_c, "agreement": best}
+
+
+EMERGENCE_LEVEL = 0.5  # coordinates start at 0.1: a move of 0.5 is well past the start

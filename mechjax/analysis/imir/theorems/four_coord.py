@@ -18,8 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import reduced as rd
-from mechjax.analysis.imir.phase import nearest_cells, s_factor
+from mechjax.analysis.imir.dynamics import four_coord as rd
+from mechjax.analysis.imir.phase.readoff import nearest_cells, s_factor
 
 
 def icl_gradient(sizes: rd.RecallSizes, theta, b, f_r, f_v) -> jax.Array:

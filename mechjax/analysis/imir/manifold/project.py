@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir.basis import Basis, Group
+from mechjax.analysis.imir.manifold.basis import Basis, Group
 
 Params = Mapping[str, jax.Array]
 

@@ -3,7 +3,7 @@ the exact reduced dynamics of every manifold coordinate (``exact``; docs/imir.md
 where ``theorems`` checks them on the closed-form 4-coordinate model (``reduced``).
 
 The ICL gradient at a full-coordinate point ``theta`` is the loss derivative along the
-(alpha, beta, gamma) directions of ``ode.abgd_coordinates``, ``-(phi[:3] @ grad_theta L)``
+(alpha, beta, gamma) directions of ``submanifold.abgd_coordinates``, ``-(phi[:3] @ grad_theta L)``
 (``icl_gradient``). On the 4-dim sub-manifold ``theta = (alpha, beta, gamma, delta) @ phi`` this
 is ``theorems.icl_gradient`` of the same spec whenever the exact loss restricted to the
 sub-manifold is ``reduced.loss``: that holds at ``f_v = 0``; at ``f_v > 0`` the exact population
@@ -33,30 +33,25 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import cells as imir_cells
-from mechjax.analysis.imir import compare
-from mechjax.analysis.imir import exact
-from mechjax.analysis.imir import ode
-from mechjax.analysis.imir import phase as ph
-from mechjax.analysis.imir import reduced as rd
-from mechjax.analysis.imir import theorems as th
+from mechjax.analysis.imir.dynamics import grid
+from mechjax.analysis.imir.manifold import submanifold as subm
+from mechjax.analysis.imir.manifold import basis as ib
+from mechjax.analysis.imir.cells import theory as imir_cells
+from mechjax.analysis.imir.phase import four_coord as fc
+from mechjax.analysis.imir.dynamics import model as exact
+from mechjax.analysis.imir.phase import readoff as ph
+from mechjax.analysis.imir.dynamics import four_coord as rd
+from mechjax.analysis.imir.theorems import four_coord as th
 from mechjax.tasks import blocklist as bl
 
 IWL_PARTS = ("delta", "direct", "assoc")
 ORDER_NAMES = ("alpha", "beta", "gamma", "delta")
 
 
-@functools.lru_cache(maxsize=16)
-def model_for(spec: bl.BlockListSpec) -> exact.ExactRecall:
-    """``exact.make(spec)``, one per spec (so its jitted gradients are compiled once)."""
-    return exact.make(spec)
-
-
 def in_weights_indices(basis: ib.Basis, part: str) -> np.ndarray:
     """Indices of the in-weights part ``part`` (``IWL_PARTS``) of a 2-layer, 1-head basis."""
     if part == "delta":
-        return np.flatnonzero(ode.abgd_coordinates(basis)[1][3])
+        return np.flatnonzero(subm.abgd_coordinates(basis)[1][3])
     (g,) = [g for g in basis.groups if g.param == "unembed.W_U"]
     if part == "direct":
         # path 0 of the frame is the identity path (no head on the way): the direct readout
@@ -78,7 +73,7 @@ def reset(theta: np.ndarray, theta0: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 @functools.lru_cache(maxsize=None)
 def _icl_grad(model: exact.ExactRecall):
-    phi3 = ode.abgd_coordinates(model.basis)[1][:3]
+    phi3 = subm.abgd_coordinates(model.basis)[1][:3]
 
     def f(theta, fr, fv):
         g = jax.grad(model.loss)(theta, {"f_r": fr, "f_v": fv})
@@ -145,7 +140,7 @@ def solve_settings(model: exact.ExactRecall, init_sub: Sequence[float],
     ``theta [G, n_save + 1, n]``, the read-offs ``[G, n_save + 1]`` and ``t [n_save + 1]``."""
     fr = np.array([float(a) for a, _ in cells])
     fv = np.array([float(b) for _, b in cells])
-    out = exact.solve_cells(model, exact.abgd_init(model, init_sub), fr, fv, float(t1), n_save,
+    out = grid.solve_cells(model, exact.abgd_init(model, init_sub), fr, fv, float(t1), n_save,
                             rtol=rtol, atol=rtol / 100, dt0=dt0)
     return {**{k: np.asarray(v, np.float64) for k, v in out.items()},
             "t": np.linspace(0.0, float(t1), n_save + 1), "f_r": fr, "f_v": fv}
@@ -242,7 +237,7 @@ def theorem3_exact(spec: bl.BlockListSpec, n_blocks: int, point_sub: Sequence[fl
     bs = list(range(1, n_blocks))
     grads, n_classes = [], []
     for b in bs:
-        m = model_for(dataclasses.replace(spec, n_blocks=n_blocks, burstiness=b))
+        m = exact.make(dataclasses.replace(spec, n_blocks=n_blocks, burstiness=b))
         grads.append(icl_gradient(m, exact.abgd_init(m, point_sub), f_r, f_v))
         n_classes.append(int(m.classes.size))
     g = np.array(grads)
@@ -281,14 +276,14 @@ def emergence(model: exact.ExactRecall, init_sub: Sequence[float], f_r: float, f
     * exact reduced dynamics: the full-coordinate trajectory at ``n_save + 1`` equal times (or
       ``exact_traj = (t, theta [n_t, n])``, a solve of the same cell from the same point over at
       least ``t1``, read on its own times up to ``t1``), projected on the four directions with
-      ``ode.abgd_projector`` (the Gram-weighted projection);
+      ``submanifold.abgd_projector`` (the Gram-weighted projection);
     * full training: ``cells.train_cells`` (every ``W_KQ`` and ``W_U`` entry, SGD at ``lr``,
       fresh batches of ``batch_size``; time ``step * lr``), projected by the same projector;
     * with ``four_coord``, the 4-coordinate closed form on the same spec, for reference.
 
-    Emergence of a coordinate is ``phase.departure_times`` at ``compare.EMERGENCE_LEVEL`` (the
+    Emergence of a coordinate is ``phase.departure_times`` at ``phase.readoff.EMERGENCE_LEVEL`` (the
     first time it has moved that far from its initial value, linear interpolation between
-    saved times), as ``compare.reference_emergence``.
+    saved times), as ``phase.four_coord.reference_emergence``.
     """
     t1 = float(steps) * float(lr)
     t = np.linspace(0.0, t1, n_save + 1)
@@ -301,17 +296,17 @@ def emergence(model: exact.ExactRecall, init_sub: Sequence[float], f_r: float, f
             raise ValueError(f"exact_traj ends at t={t_ex[-1]}, before steps * lr = {t1}")
         keep = t_ex <= t1 * (1 + 1e-9)
         t_ex, th_ex = t_ex[keep], th_ex[keep]
-    sub_exact = th_ex @ ode.abgd_projector(model.basis).T
+    sub_exact = th_ex @ subm.abgd_projector(model.basis).T
     tr = imir_cells.train_cells(model.spec, init_sub, np.array([f_r]), np.array([f_v]),
                                 float(lr), steps, n_save, batch_size, eval_size, seed,
                                 rare_pool="cell")  # p_rare unused; the grid cells' program
     sub_train = tr["theta"][0].astype(np.float64)
     runs = [("exact", t_ex, sub_exact), ("trained", t, sub_train)]
     if four_coord:
-        four = ph.solve_grid(rd.RecallSizes.from_spec(model.spec), init_sub,
+        four = fc.solve_grid(rd.RecallSizes.from_spec(model.spec), init_sub,
                              model.spec.burstiness, f_r, f_v, t1, n_save)
         runs.append(("four_coord", t, np.asarray(four["theta"][0], np.float64)))
-    lvl = compare.EMERGENCE_LEVEL
+    lvl = ph.EMERGENCE_LEVEL
     res = {name: _order(ph.departure_times(tt, sub, lvl, ORDER_NAMES)) for name, tt, sub in runs}
     # the exact trajectory at the training's saved times (linear between its own)
     at_t = np.stack([np.interp(t, t_ex, sub_exact[:, j]) for j in range(4)], 1)

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir.basis import Basis
+from mechjax.analysis.imir.manifold.basis import Basis
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
