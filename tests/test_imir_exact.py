@@ -42,7 +42,7 @@ def test_exact_field_and_readouts_equal_the_engine() -> None:
 
 def test_straddling_cells_sit_on_the_boundary():
     """On a grid split at column 3 every chosen cell has a neighbour with another winner."""
-    from experiments.imir_phase.exact_stages import straddling_cells
+    from experiments.imir_phase.cell_stages import straddling_cells
     w = np.zeros((8, 8), int)
     w[:, 3:] = 1
     pick = straddling_cells(w, 10, seed=0)
