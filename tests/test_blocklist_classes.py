@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax.analysis.imir.full_phase import given_rare
+from mechjax.analysis.imir.dynamics.reference import given_rare
 from mechjax.tasks import blocklist as bl
 from mechjax.tasks.blocklist import classes as cl
 from mechjax.tasks.blocklist import population as pop

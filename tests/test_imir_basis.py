@@ -8,9 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import project as proj
-from mechjax.analysis.imir.loss import readout_accuracy
+from mechjax.analysis.imir.manifold import basis as ib
+from mechjax.analysis.imir.manifold import project as proj
+from mechjax.analysis.imir.forward.loss import readout_accuracy
 from mechjax.hooks import run_with_cache
 from mechjax.model import param_shapes
 from mechjax.tasks import blocklist as bl

@@ -5,9 +5,9 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import confinement as cf
-from mechjax.analysis.imir import project as proj
+from mechjax.analysis.imir.manifold import basis as ib
+from mechjax.analysis.imir.manifold import confinement as cf
+from mechjax.analysis.imir.manifold import project as proj
 from mechjax.tasks import blocklist as bl
 
 TINY = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3, f_r=0.4, f_v=0.2)

@@ -8,10 +8,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import coordinate_forward as cfw
-from mechjax.analysis.imir import ode
-from mechjax.analysis.imir import project as proj
+from mechjax.analysis.imir.manifold import basis as ib
+from mechjax.analysis.imir.forward import coordinates as cfw
+from mechjax.analysis.imir.dynamics import reference as ode
+from mechjax.analysis.imir.manifold import project as proj
 from mechjax.tasks import blocklist as bl
 from mechjax.tasks.blocklist import population as pop
 

@@ -1,4 +1,4 @@
-"""Circuit detection (mechjax.analysis.imir.detect): planted coordinates are recovered by the
+"""Circuit detection (mechjax.analysis.imir.detection.detect): planted coordinates are recovered by the
 projection with the planted explained fraction, elimination keeps exactly what matters, units /
 circuits / canonical kinds follow the documented rules, and bad input fails in one line before
 any compute."""
@@ -8,13 +8,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import circuits as cc
-from mechjax.analysis.imir import detect as dt
-from mechjax.analysis.imir import explain as ex
-from mechjax.analysis.imir import project as proj
-from mechjax.analysis.imir import eliminate as eliminate_mod
-from mechjax.analysis.imir.eliminate import eliminate
+from mechjax.analysis.imir.manifold import basis as ib
+from mechjax.analysis.imir.detection import circuits as cc
+from mechjax.analysis.imir.detection import detect as dt
+from mechjax.analysis.imir.detection import explain as ex
+from mechjax.analysis.imir.manifold import project as proj
+from mechjax.analysis.imir.detection import eliminate as eliminate_mod
+from mechjax.analysis.imir.detection.eliminate import eliminate
 from mechjax.tasks import blocklist as bl
 
 SPEC = bl.BlockListSpec(n_common=8, n_rare=8, n_blocks=4)

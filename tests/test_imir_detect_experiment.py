@@ -13,9 +13,9 @@ import pytest
 
 from experiments.imir_detect import run as rd
 from experiments.imir_detect.configs import tiny
-from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import detect as dt
-from mechjax.analysis.imir import project as proj
+from mechjax.analysis.imir.manifold import basis as ib
+from mechjax.analysis.imir.detection import detect as dt
+from mechjax.analysis.imir.manifold import project as proj
 from mechjax.config import ConfigError
 from mechjax.weights import save_npz
 

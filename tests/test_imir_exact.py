@@ -1,5 +1,5 @@
 """The exact reduced dynamics (orbit classes + coordinate forward) against the engine: the
-vector field equals ``ode.vector_field`` on the enumerated population, and the read-offs equal
+vector field equals ``ode.enumerated_field`` on the enumerated population, and the read-offs equal
 the engine's forward on the same weights."""
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import exact, full_phase, ode
-from mechjax.analysis.imir import project as proj
+from mechjax.analysis.imir.dynamics import model as exact
+from mechjax.analysis.imir.dynamics import reference as ode
+from mechjax.analysis.imir.manifold import project as proj
 from mechjax.model import forward
 from mechjax.tasks import blocklist as bl
 from mechjax.tasks.blocklist import population as pop
@@ -22,7 +23,7 @@ def test_exact_field_and_readouts_equal_the_engine() -> None:
     model = exact.make(SPEC)
     basis = model.basis
     q = pop.symmetric_support(SPEC)
-    field_eng = jax.jit(ode.vector_field(basis, ode.population_loss_fn(basis, q)))
+    field_eng = jax.jit(ode.enumerated_field(basis, ode.population_loss_fn(basis, q)))
     field, readouts = jax.jit(model.field), jax.jit(model.readouts)
     theta = 0.8 * jax.random.normal(jax.random.key(1), (basis.size,))
     cfg, fixed = exact.ib.imir_config(basis.frame), exact.ib.fixed_params(basis.frame)
@@ -34,14 +35,14 @@ def test_exact_field_and_readouts_equal_the_engine() -> None:
         np.testing.assert_allclose(field(theta, tp), want, rtol=2e-4,
                                    atol=2e-5 * float(jnp.max(jnp.abs(want))))
         ro = readouts(theta, tp)
-        # the engine on the orbit quotient, weighted as full_phase weights its read-offs
-        w = full_phase.given_rare(q, tp)
+        # the engine on the orbit quotient, weighted by the enumerated reference's given_rare
+        w = ode.given_rare(q, tp)
         np.testing.assert_allclose(ro["p_rare"], jnp.sum(w * p) / jnp.sum(w), rtol=1e-5)
 
 
 def test_straddling_cells_sit_on_the_boundary():
     """On a grid split at column 3 every chosen cell has a neighbour with another winner."""
-    from experiments.imir_phase.exact_stages import straddling_cells
+    from experiments.imir_phase.cell_stages import straddling_cells
     w = np.zeros((8, 8), int)
     w[:, 3:] = 1
     pick = straddling_cells(w, 10, seed=0)

@@ -2,7 +2,9 @@
 the uncapped solve's read-offs, cell by cell."""
 import numpy as np
 
-from mechjax.analysis.imir import exact, exact_phase
+from mechjax.analysis.imir.dynamics import grid
+from mechjax.analysis.imir.dynamics import model as exact
+from mechjax.analysis.imir.phase import diagrams as exact_phase
 from mechjax.tasks import blocklist as bl
 
 
@@ -14,11 +16,11 @@ def test_two_pass_grid_equals_one_uncapped_pass():
     # chunks of 1 (compiled for 4 cells): the second pass's program is the first run's, so two
     # programs compile
     kw = dict(rtol=1e-2, dt0=3.0, solver="heun", chunk=1, workers=2)
-    one, _, _ = exact_phase.timed_cells(model, [0.1] * 4, f_r, f_v, 300.0, 4, **kw)
+    one, _, _ = grid.timed_cells(model, [0.1] * 4, f_r, f_v, 300.0, 4, **kw)
     steps = one["steps"]
     cap = int(np.median(steps))
     assert steps.min() <= cap < steps.max(), steps   # some cells go past the cap
-    two, _, _ = exact_phase.timed_cells(model, [0.1] * 4, f_r, f_v, 300.0, 4, step_cap=cap,
+    two, _, _ = grid.timed_cells(model, [0.1] * 4, f_r, f_v, 300.0, 4, step_cap=cap,
                                         **kw)
     assert int(two["n_capped"]) == int(np.sum(steps > cap)) > 0
     assert int(one["n_capped"]) == 0

@@ -11,10 +11,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax.analysis.imir import exact
-from mechjax.analysis.imir import exact_theorems as xt
-from mechjax.analysis.imir import reduced as rd
-from mechjax.analysis.imir import theorems as th
+from mechjax.analysis.imir.dynamics import model as exact
+from mechjax.analysis.imir.theorems import suppression as xt
+from mechjax.analysis.imir.dynamics import four_coord as rd
+from mechjax.analysis.imir.theorems import four_coord as th
 from mechjax.tasks import blocklist as bl
 
 SPEC = bl.BlockListSpec(kind="recall", n_common=8, n_rare=8, n_blocks=3, burstiness=1)
@@ -23,7 +23,7 @@ INIT = [0.1, 0.1, 0.1, 0.1]
 
 @pytest.fixture(scope="module")
 def model() -> exact.ExactRecall:
-    return xt.model_for(SPEC)
+    return exact.make(SPEC)
 
 
 def test_icl_gradient_on_the_sub_manifold_is_the_closed_form_at_f_v_0(model) -> None:
@@ -74,7 +74,7 @@ def test_protocol_point_reproduces_the_closed_form() -> None:
     Theorem 2's s is a large-V statement: at V = 16 the ratio is 0.097, 0.46, 0.86 for s = 0.1,
     0.5, 1 (at s = 1 every common token's logit moves by -delta / V from the centring of C);
     the V = 16 model is checked against the closed form in the trajectory test below."""
-    big = xt.model_for(dataclasses.replace(SPEC, n_common=64, n_rare=64))
+    big = exact.make(dataclasses.replace(SPEC, n_common=64, n_rare=64))
     pp = xt.theorem2_protocol_point(big, INIT, 0.999, [(0.1, 0.0), (0.5, 0.0), (1.0, 0.0)])
     assert pp["max_abs_diff_f_v_0"] < 1e-5, pp
     for r in pp["rows"]:

@@ -1,4 +1,4 @@
-"""Head-level analysis against coordinate-level detection (mechjax.analysis.imir.heads): on a
+"""Head-level analysis against coordinate-level detection (mechjax.analysis.imir.detection.heads): on a
 planted model with two redundant induction heads, mean-ablating either one alone is harmless
 (head-level analysis calls both unimportant), the previous-token head is important, and the
 detector keeps one of the two heads, whose helper is then reported as invisible to head-level
@@ -7,11 +7,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import circuits as cc
-from mechjax.analysis.imir import detect as dt
-from mechjax.analysis.imir import heads as hd
-from mechjax.analysis.imir import project as proj
+from mechjax.analysis.imir.manifold import basis as ib
+from mechjax.analysis.imir.detection import circuits as cc
+from mechjax.analysis.imir.detection import detect as dt
+from mechjax.analysis.imir.detection import heads as hd
+from mechjax.analysis.imir.manifold import project as proj
 from mechjax.tasks import blocklist as bl
 
 SPEC = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3)

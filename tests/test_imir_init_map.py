@@ -1,9 +1,9 @@
-"""Initial points, read-offs and the route Jacobian of mechjax.analysis.imir.init_map."""
+"""Initial points, read-offs and the route Jacobian of mechjax.analysis.imir.routes.init_map."""
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax.analysis.imir import init_map as im
+from mechjax.analysis.imir.routes import init_map as im
 from mechjax.tasks import blocklist as bl
 
 SPEC = bl.BlockListSpec(kind="recall", n_common=6, n_rare=6, n_blocks=4)

@@ -3,9 +3,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import ode
-from mechjax.analysis.imir import project as proj
+from mechjax.analysis.imir.manifold import submanifold as subm
+from mechjax.analysis.imir.manifold import basis as ib
+from mechjax.analysis.imir.dynamics import solve
+from mechjax.analysis.imir.dynamics import reference as ode
+from mechjax.analysis.imir.manifold import project as proj
 from mechjax.tasks import blocklist as bl
 
 SPEC = bl.BlockListSpec(n_common=4, n_rare=2, n_blocks=2, f_r=0.5, f_v=0.2)
@@ -21,15 +23,15 @@ def test_reduced_ode_tracks_full_gradient_descent():
     rot, orb = support.rotation_quotient(), support.orbit_quotient(SPEC)
     assert orb.size < rot.size < support.size
     theta0 = 0.1 * jax.random.normal(jax.random.key(0), (2, basis.size))
-    want = jax.jit(ode.vector_field(basis, loss))(theta0[0], tp)
+    want = jax.jit(ode.enumerated_field(basis, loss))(theta0[0], tp)
     for quotient in (rot, orb):
         np.testing.assert_allclose(float(quotient.probs(tp).sum()), 1.0, rtol=1e-6)
-        got = jax.jit(ode.vector_field(basis, ode.population_loss_fn(basis, quotient)))(
+        got = jax.jit(ode.enumerated_field(basis, ode.population_loss_fn(basis, quotient)))(
             theta0[0], tp)
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
-    field_q = ode.vector_field(basis, ode.population_loss_fn(basis, orb))
+    field_q = ode.enumerated_field(basis, ode.population_loss_fn(basis, orb))
     t1, n_save = 150.0, 20
-    traj = jax.jit(jax.vmap(lambda th: ode.integrate(field_q, th, tp, t1, n_save)))(theta0)
+    traj = jax.jit(jax.vmap(lambda th: solve.solve(field_q, th, tp, t1, n_save)))(theta0)
     assert traj.shape == (2, n_save + 1, basis.size)
     gd = jax.jit(jax.vmap(lambda th: ode.gradient_descent(basis, loss, th, tp, 0.1, 1500,
                                                           n_save)))(theta0)
@@ -47,7 +49,7 @@ def test_four_coordinate_submanifold_is_not_closed():
     support = bl.enumerate_support(SPEC).prune(tp).rotation_quotient()
     frame = ib.make_frame(ib.TokenStructure.from_spec(SPEC), SPEC.seq_len)
     basis = ib.make_basis(frame)
-    names, phi = ode.abgd_coordinates(basis)
+    names, phi = subm.abgd_coordinates(basis)
     assert names == ("alpha", "beta", "gamma", "delta")
     loss = ode.population_loss_fn(basis, support)
     theta = jnp.asarray([1.0, 1.0, 1.0, 1.0])
@@ -56,7 +58,7 @@ def test_four_coordinate_submanifold_is_not_closed():
     grad = proj.inner(basis, jax.grad(loss)(proj.weights(basis, full), tp))
     g_sub = phi @ proj.gram(basis) @ phi.T
     want = -np.linalg.solve(g_sub, phi @ np.asarray(grad))
-    np.testing.assert_allclose(ode.vector_field(basis, loss, phi)(theta, tp), want, rtol=1e-4)
+    np.testing.assert_allclose(ode.enumerated_field(basis, loss, phi)(theta, tp), want, rtol=1e-4)
     # ... and most of the full flow direction lies outside the four coordinates
     flow = -proj.solve_gram(basis, grad)
     w_flow = proj.weights(basis, flow)

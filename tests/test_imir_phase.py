@@ -15,13 +15,14 @@ import pytest
 from conftest import FAST_COMPILE, PYTHON, REPO, assert_refused_before_writing, run_module_env
 from experiments.imir_phase import run
 from experiments.imir_phase.configs import tiny
-from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import full_phase
-from mechjax.analysis.imir import ode
-from mechjax.analysis.imir import phase as ph
-from mechjax.analysis.imir import project as proj
-from mechjax.analysis.imir import reduced as rd
-from mechjax.analysis.imir import theorems as th
+from mechjax.analysis.imir.manifold import submanifold as subm
+from mechjax.analysis.imir.manifold import basis as ib
+from mechjax.analysis.imir.dynamics import reference as ode
+from mechjax.analysis.imir.phase import four_coord as fc
+from mechjax.analysis.imir.phase import readoff as ph
+from mechjax.analysis.imir.manifold import project as proj
+from mechjax.analysis.imir.dynamics import four_coord as rd
+from mechjax.analysis.imir.theorems import four_coord as th
 from mechjax.tasks import blocklist as bl
 
 
@@ -35,12 +36,12 @@ def test_closed_form_equals_engine_on_the_submanifold(spec):
     sizes = rd.RecallSizes.from_spec(spec)
     frame = ib.make_frame(ib.TokenStructure.from_spec(spec), spec.seq_len)
     basis = ib.make_basis(frame)
-    _, phi = ode.abgd_coordinates(basis)
+    _, phi = subm.abgd_coordinates(basis)
     np.testing.assert_allclose(phi @ proj.gram(basis) @ phi.T, np.diag(rd.gram_diag(sizes)),
                                atol=1e-9)
     support = bl.enumerate_support(spec).orbit_quotient(spec)
     loss_eng = ode.population_loss_fn(basis, support)
-    field_eng = jax.jit(ode.vector_field(basis, loss_eng, phi))
+    field_eng = jax.jit(ode.enumerated_field(basis, loss_eng, phi))
     field_cf = jax.jit(rd.field(sizes))
     phi_j = jnp.asarray(phi, jnp.float32)
     for i, f_r in enumerate((0.3, 0.8)):
@@ -53,40 +54,12 @@ def test_closed_form_equals_engine_on_the_submanifold(spec):
                                    field_eng(theta, tp), rtol=2e-4, atol=1e-6)
 
 
-def test_full_manifold_readoffs_match_the_closed_form_at_the_start(monkeypatch) -> None:
-    """``compare_with_four_coordinates`` on a 2 x 2 grid (the experiment's ``full_grid`` stage,
-    off in the tiny config). Same weights at t = 0 (the 4-coordinate point): the full-manifold
-    read-offs through the engine equal the closed form's on the f_v = 0 cells (no chance
-    repeats), and the loss falls; the two models pick the same winner on at least 3 of the 4
-    cells."""
-    spec = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3)
-    init = [0.3, 0.5, 0.8, 0.6]
-    seen, grid = [], full_phase.full_manifold_grid
-
-    def spy(*args, **kwargs):
-        seen.append(grid(*args, **kwargs))
-        return seen[-1]
-
-    monkeypatch.setattr(full_phase, "full_manifold_grid", spy)
-    res, arrays = full_phase.compare_with_four_coordinates(spec, init, 2, 20.0, 2, 0.5, 5.0)
-    (out,) = seen
-    assert res["full_grid/cells"] == 4 and arrays["winner"].shape == (2, 2)
-    sizes = rd.RecallSizes.from_spec(spec)
-    for i, fr in ((0, 0.0), (2, 1.0)):   # (f_r, f_v = 0); f_r = 0: rare read-off still defined
-        m = rd.metrics(sizes, jnp.asarray(init), 1, fr, 0.0)
-        np.testing.assert_allclose(out["p_rare"][i, 0], m["p_rare"], rtol=1e-5)
-        np.testing.assert_allclose(out["loss"][i, 0], m["loss"], rtol=1e-5)
-        np.testing.assert_allclose(out["theta_abgd"][i, 0], init, atol=1e-5)
-    assert (out["loss"][:, -1] < out["loss"][:, 0]).all()
-    assert res["full_grid/winner_agreement_with_4coord"] >= 0.75, res
-
-
 def test_vmapped_grid_equals_individual_solves():
     sizes = rd.RecallSizes(8, 8, 4)
     fr = np.array([0.1, 0.5, 0.9, 0.3])
     fv = np.array([0.0, 0.2, 0.7, 0.4])
     b = np.array([1, 2, 3, 1])
-    grid = ph.solve_grid(sizes, [0.1, 0.2, 0.3, 0.4], b, fr, fv, 800.0, 4)
+    grid = fc.solve_grid(sizes, [0.1, 0.2, 0.3, 0.4], b, fr, fv, 800.0, 4)
     one = jax.jit(lambda b, fr, fv: rd.integrate(sizes, jnp.asarray([0.1, 0.2, 0.3, 0.4]), b, fr,
                                                  fv, 800.0, 4))
     for i in range(4):
@@ -278,10 +251,10 @@ def test_readoff_caps_the_icl_level_at_b_over_b_plus_1():
     out = {"p_rare": np.array([[0.0, 0.25, 0.3], [0.0, 0.1, 0.3]]),
            "p_iwl": np.array([[0.0, 0.0, 0.9], [0.0, 0.0, 0.1]]),
            "acc_rare": np.zeros((2, 3))}
-    capped = ph.readoff(out, t, np.ones(2), 0.5)
+    capped = fc.readoff(out, t, np.ones(2), 0.5)
     assert [ph.WINNERS[w] for w in capped["winner"]] == ["both", "ICL"]
     np.testing.assert_allclose(capped["emergence"], [5.0, 5.0 + 5.0 * 0.15 / 0.2])
-    free = ph.readoff(out, t, np.ones(2), 0.5, capped=False)
+    free = ph.readoff(out, t, 0.5)
     assert [ph.WINNERS[w] for w in free["winner"]] == ["IWL", "neither"]
     assert np.isinf(free["emergence"]).all()
     assert ph.winner_counts(capped["winner"]) == {"neither": 0, "ICL": 1, "IWL": 0, "both": 1}

@@ -1,13 +1,13 @@
-"""Route naming and winner classification (mechjax.analysis.imir.routes) on planted circuits."""
+"""Route naming and winner classification (mechjax.analysis.imir.routes.induction_routes) on planted circuits."""
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import init_map as im
-from mechjax.analysis.imir import ode
-from mechjax.analysis.imir import routes as rt
+from mechjax.analysis.imir.manifold import submanifold as subm
+from mechjax.analysis.imir.manifold import basis as ib
+from mechjax.analysis.imir.routes import init_map as im
+from mechjax.analysis.imir.routes import induction_routes as rt
 from mechjax.tasks import blocklist as bl
 
 SPEC = bl.BlockListSpec(kind="recall", n_common=6, n_rare=6, n_blocks=4)
@@ -47,7 +47,7 @@ def test_two_layer_route_is_alpha_beta_gamma():
     basis = ib.make_basis(ib.make_frame(ib.TokenStructure.from_spec(spec), spec.seq_len))
     d = rt.route_directions(basis, rt.induction_routes(basis))
     assert d.route_names == ("L1>L2",)
-    _, phi = ode.abgd_coordinates(basis)
+    _, phi = subm.abgd_coordinates(basis)
     np.testing.assert_array_equal(d.phi, phi[:3])  # alpha, beta, gamma (delta is not a route)
 
 

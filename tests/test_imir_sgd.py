@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import sgd
+from mechjax.analysis.imir.cells import sgd
 
 
 def test_full_batch_iterates_of_a_quadratic():

@@ -1,4 +1,4 @@
-"""The standard architecture on phase-diagram cells (``mechjax.analysis.imir.standard_cells``):
+"""The standard architecture on phase-diagram cells (``mechjax.analysis.imir.cells.standard``):
 every cell x seed in one program, each cell trained at its own task parameters, read-offs and
 winners per (cell, seed) in that order; the overlay of a second cell set on the phase diagram."""
 import numpy as np
@@ -7,8 +7,8 @@ import pytest
 from conftest import assert_refused_before_writing
 from experiments.imir_phase import run
 from experiments.imir_phase.configs import tiny
-from mechjax.analysis.imir import phase as ph
-from mechjax.analysis.imir import standard_cells as sc
+from mechjax.analysis.imir.phase import readoff as ph
+from mechjax.analysis.imir.cells import standard as sc
 from mechjax.plots import imir as plots
 from mechjax.tasks import blocklist as bl
 

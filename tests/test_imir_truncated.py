@@ -1,4 +1,4 @@
-"""The truncated IMIR forward (mechjax.analysis.imir.truncated) computes exactly what the full
+"""The truncated IMIR forward (mechjax.analysis.imir.forward.truncated) computes exactly what the full
 forward computes: logits, the query loss and accuracy, the trainer's loss and gradients, corners of W(theta), and the
 trainer built on it; a rotated frame is refused."""
 import dataclasses
@@ -9,10 +9,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import project as proj
-from mechjax.analysis.imir import truncated as tr
-from mechjax.analysis.imir.loss import readout_accuracy, readout_loss
+from mechjax.analysis.imir.manifold import basis as ib
+from mechjax.analysis.imir.manifold import project as proj
+from mechjax.analysis.imir.forward import truncated as tr
+from mechjax.analysis.imir.forward.loss import readout_accuracy, readout_loss
 from mechjax.model import forward
 from mechjax.tasks import blocklist as bl
 from mechjax.train import TrainConfig, make_train

@@ -4,12 +4,12 @@ Per enabled setting (2-layer recall on in-context data, on in-weights data; 2-ho
 5 layers): the theory's model (``imir_config``: frozen centred one-hot embeddings and
 block-swapping ``W_OV``, every entry of every ``W_KQ`` and ``W_U`` trained from small random
 weights, so off-manifold noise is present) is trained for ``n_seeds`` seeds in one program
-(``run_sweep``), then each seed's weights go through ``mechjax.analysis.imir.detect``: the
+(``run_sweep``), then each seed's weights go through ``mechjax.analysis.imir.detection.detect``: the
 explained fraction, greedy elimination to the budget ``tau``, units, circuits, canonical units
 vs helpers, accuracies of the full model, the circuit and the circuit without helpers.
 ``--weights=FILE.npz`` or ``--from_workdir=RUN --seed=N`` detects a given model instead (read in
 ``weights_setting``'s frame; a run imir_detect trained is read in the task it was trained on),
-training nothing (``mechjax.analysis.imir.sources``).
+training nothing (``mechjax.analysis.imir.detection.sources``).
 
 Data flow: config -> build (every check, a given model's shape included) -> per setting: train ->
 detect per seed -> summary.json (per seed + seed_stats) and figures.
@@ -24,11 +24,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechjax import experiment
-from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import detect as dt
-from mechjax.analysis.imir import explain as ex
-from mechjax.analysis.imir import sources as src
-from mechjax.analysis.imir.truncated import TruncatedTrainer
+from mechjax.analysis.imir.manifold import basis as ib
+from mechjax.analysis.imir.detection import detect as dt
+from mechjax.analysis.imir.detection import explain as ex
+from mechjax.analysis.imir.detection import sources as src
+from mechjax.analysis.imir.forward.truncated import TruncatedTrainer
 from mechjax.analysis.seeds import format_stats, seed_stats
 from mechjax.config import ConfigError
 from mechjax.io import write_json
@@ -120,7 +120,7 @@ def train(st: dict, seeds: list[int], workdir: str) -> dict[str, np.ndarray]:
     """All seeds of one setting in one program; returns trained params ``{name: [n_seeds, ..]}``."""
     s, frame, spec = st["cfg"], st["frame"], st["spec"]
     task = bl.blocklist_task(spec, s["batch_size"], eval_size=512)
-    # the exact forward on the populated path blocks (mechjax.analysis.imir.truncated)
+    # the exact forward on the populated path blocks (mechjax.analysis.imir.forward.truncated)
     trainer = TruncatedTrainer(frame, task, ib.imir_config(frame),
                                TrainConfig(steps=s["steps"], eval_every=s["eval_every"],
                                            optimizer="adam"))

@@ -1,6 +1,6 @@
 """Which induction route wins from which initialization (issue 15 part 1; SPEC 3.5), in a
 3-layer attention-only IMIR model on associative recall: routes L1>L2, L1>L3, L2>L3 (previous-
-token head, match head; ``mechjax.analysis.imir.routes``).
+token head, match head; ``mechjax.analysis.imir.routes.induction_routes``).
 
 Data flow: config -> build (every check; the route problem: frame, basis, routes, exact
 population) -> winner map (the exact reduced ODE from a grid of route-unit inits at several
@@ -20,20 +20,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechjax import experiment
-from mechjax.analysis.imir import init_map as im
-from mechjax.analysis.imir import routes as rt
+from mechjax.analysis.imir.routes import init_map as im
+from mechjax.analysis.imir.routes import induction_routes as rt
 from mechjax.config import ConfigError
 from mechjax.io import write_json, write_npz
 from mechjax.plots import imir_init as plots
 from mechjax.plots.save import save_figure
 from mechjax.tasks import blocklist as bl
-from mechjax.tasks.blocklist.population import SYMMETRY_DRAWS, support_size
 from mechjax.timing import load_average
 
 from experiments.imir_init import stages
 from experiments.imir_init.schema import SCHEMA
 
-MAX_COMBOS = 4_000_000
+MAX_BLOCKS = 5  # the exact model's class count grows combinatorially with the blocks
 
 
 def build(config) -> dict:
@@ -46,10 +45,9 @@ def build(config) -> dict:
                                 n_blocks=t["n_blocks"])
     except ValueError as err:
         raise ConfigError(f"task: {err}") from None
-    combos = support_size(spec, SYMMETRY_DRAWS)
-    if combos > MAX_COMBOS:
-        raise ConfigError(f"task: {combos} draw combinations to enumerate (symmetry draws "
-                          f"pinned); use a smaller spec (<= {MAX_COMBOS})")
+    if spec.n_blocks > MAX_BLOCKS:
+        raise ConfigError(f"task.n_blocks={spec.n_blocks}: allowed 3..{MAX_BLOCKS} (the exact "
+                          "model's class count grows combinatorially with the blocks)")
     g, o, tr = c["grid"], c["ode"], c["trained"]
     if g["factor_min"] >= g["factor_max"]:
         raise ConfigError(f"grid.factor_min={g['factor_min']} must be < grid.factor_max="
@@ -64,7 +62,7 @@ def build(config) -> dict:
         if r not in pb.dirs.route_names:
             raise ConfigError(f"grid.axis_routes: {r!r} is not a route; allowed "
                               f"{pb.dirs.route_names}")
-    if pb.support.size == 0:
+    if pb.model.classes.size == 0:
         raise ConfigError(f"task: f_r={t['f_r']}, f_v={t['f_v']} leave no sequence")
     return {**c, "problem": pb}
 
@@ -124,7 +122,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     summary: dict[str, Any] = {"load_at_start": load_average(), "devices": jax.device_count(),
                                "routes": {r.name: list(r.units) for r in pb.dirs.routes},
                                "n_coordinates": pb.basis.size,
-                               "population_sequences": pb.support.size}
+                               "population_classes": pb.model.classes.size}
     metrics: dict[str, np.ndarray] = {}
     grid = stages.grid_inits(c, pb)
     rand = stages.random_inits(c, pb)

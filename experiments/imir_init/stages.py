@@ -11,8 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import init_map as im
-from mechjax.analysis.imir import routes as rt
+from mechjax.analysis.imir.routes import init_map as im
+from mechjax.analysis.imir.routes import induction_routes as rt
 from mechjax.sweep import log
 
 

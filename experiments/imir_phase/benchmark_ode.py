@@ -21,10 +21,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments.imir_phase.configs import cpu
-from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import ode
-from mechjax.analysis.imir import reduced as rd
-from mechjax.analysis.imir import solve
+from mechjax.analysis.imir.manifold import basis as ib
+from mechjax.analysis.imir.dynamics import reference as ode
+from mechjax.analysis.imir.dynamics import four_coord as rd
+from mechjax.analysis.imir.dynamics import solve
 from mechjax.analysis.imir.measure import TINY
 from mechjax.tasks import blocklist as bl
 
@@ -122,7 +122,7 @@ def full(rtol: float, n: int | None = None) -> None:
     print(f"full manifold: {basis.size} coordinates, {support.size} orbit sequences, t1={t1}")
 
     def field_for(dtype):
-        return ode.vector_field(basis, ode.population_loss_fn(basis, support, dtype=dtype))
+        return ode.enumerated_field(basis, ode.population_loss_fn(basis, support, dtype=dtype))
 
     with jax.enable_x64(True):
         th0 = 0.1 * jax.random.normal(jax.random.key(0), (basis.size,), jnp.float64)

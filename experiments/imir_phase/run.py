@@ -1,14 +1,15 @@
 """IMIR phase diagrams (issue 6 part 5): which circuit wins (in-context vs in-weights), rare-token
-ICL accuracy and ICL emergence time over (f_r, f_v) and over (b, f_r), from the reduced
-(alpha, beta, gamma, delta) dynamics vmapped over the grid (``mechjax.analysis.imir.reduced`` /
-``phase``); Theorems 2 and 3 checked numerically; a sample of cells trained as full transformers
-(``cells``) and overlaid; cells straddling the exact diagram's boundaries trained as the theory's
-architecture (``cells``) and as the standard one (``standard_cells``), overlaid; the full-manifold reduced ODE against full gradient descent; exact
-confinement. Derivations: docs/imir.md, section 6.
+ICL accuracy and ICL emergence time over (f_r, f_v) and over (b, f_r), from the exact reduced
+model on every manifold coordinate (``mechjax.analysis.imir.dynamics.model``), one compiled
+vmapped solve per grid (``dynamics.grid``). Then: the model against the enumerated field and
+against SGD; Theorems 2 and 3 and the emergence order; cells straddling the diagram's boundaries
+trained as the theory's architecture and as the standard one, overlaid; the diagram at several
+sizes. With ``four_coord.enabled``, the closed-form 4-coordinate model as a labelled comparison
+(``comparison_stages``). Derivations: docs/imir.md (its opening map lists the files from here
+to the solver).
 
-Data flow: config -> checks -> (f_r, f_v) grid and (b, f_r) grid (one jitted vmap each) ->
-read-offs (winner, p_rare, emergence) -> s * b contour fit -> Theorem 2/3 tables -> trained cells
--> ODE-vs-training and confinement -> figures, metrics.npz, summary.json.
+Data flow: config -> checks (``config_checks.build``) -> the stages below, in order -> figures,
+metrics.npz, summary.json.
 """
 from __future__ import annotations
 
@@ -19,138 +20,12 @@ import jax
 import numpy as np
 
 from mechjax import experiment
-from mechjax.analysis.imir import reduced as rd
-from mechjax.config import ConfigError
 from mechjax.io import write_json, write_npz
-from mechjax.tasks import blocklist as bl
 from mechjax.timing import load_average
 
-from experiments.imir_phase import exact_stages, stages
+from experiments.imir_phase import cell_stages, comparison_stages, stages, theorem_stages
+from experiments.imir_phase.config_checks import build
 from experiments.imir_phase.schema import SCHEMA
-
-
-def _sizes(name: str, c: dict) -> rd.RecallSizes:
-    try:
-        return rd.RecallSizes(c["n_common"], c["n_rare"], c["n_blocks"])
-    except ValueError as err:
-        raise ConfigError(f"{name}: {err}") from None
-
-
-def _spec(name: str, c: dict, b: int = 1) -> bl.BlockListSpec:
-    try:
-        return bl.BlockListSpec(kind="recall", n_common=c["n_common"], n_rare=c["n_rare"],
-                                n_blocks=c["n_blocks"], burstiness=b)
-    except ValueError as err:
-        raise ConfigError(f"{name}: {err}") from None
-
-
-def build(config) -> dict:
-    """The checked ``config``'s objects (the relations between keys checked here, naming the
-    bad value and what is allowed) before anything runs."""
-    c = {k: experiment.as_dict(config[k]) for k in SCHEMA.keys}
-    t = c["task"]
-    sizes = _sizes("task", t)
-    if not t["b"] <= t["n_blocks"] - 1:
-        raise ConfigError(f"task.b={t['b']}: must be in [1, n_blocks - 1 = {t['n_blocks'] - 1}]")
-    spec = _spec("task", t, t["b"])
-    sizes_b = _sizes("task_b", c["task_b"])
-    g = c["grid"]
-    if g["f_r_min"] >= g["f_r_max"] or g["f_v_min"] >= g["f_v_max"]:
-        raise ConfigError(f"grid: need f_r_min < f_r_max and f_v_min < f_v_max, got {g}")
-    t2 = c["theorem2"]
-    sizes_t2 = _sizes("theorem2", t2)
-    for fr, fv in t2["settings"]:
-        if fr + (1 - fr) * fv == 0:
-            raise ConfigError("theorem2.settings: s = f_r + (1 - f_r) f_v must be > 0")
-    t3 = c["theorem3"]
-    sizes_t3 = _sizes("theorem3", t3)
-    if not t3["b_max"] <= t3["n_blocks"] - 1:
-        raise ConfigError(f"theorem3.b_max={t3['b_max']}: must be in [2, n_blocks - 1]")
-    sizes_t3_small = _sizes("theorem3", {**t3, "n_blocks": t3["small_n_blocks"]})
-    if t3["small_n_blocks"] - 1 < t3["b_max"]:
-        raise ConfigError(f"theorem3.small_n_blocks={t3['small_n_blocks']}: must be > b_max")
-    ce = c["cells"]
-    if ce["steps"] % ce["n_save"]:
-        raise ConfigError(f"cells.steps={ce['steps']} must be a multiple of "
-                          f"cells.n_save={ce['n_save']}")
-    oc = c["ode_check"]
-    check_spec = _spec("ode_check", oc)
-    n_gd = int(round(oc["t1"] / oc["lr"]))
-    if n_gd % oc["n_save"]:
-        raise ConfigError(f"ode_check: t1/lr = {n_gd} steps must be a multiple of n_save="
-                          f"{oc['n_save']}")
-    if bl.support_size(check_spec) > 200_000:
-        raise ConfigError(f"ode_check: {bl.support_size(check_spec)} sequences to enumerate; "
-                          "use a smaller spec (<= 200000)")
-    e = c["exact"]
-    if e["n_blocks"] > 5:
-        raise ConfigError(f"exact.n_blocks={e['n_blocks']}: allowed 2..5 (the class count grows "
-                          "combinatorially with the blocks)")
-    if not 1 <= e["b"] <= e["n_blocks"] - 1:
-        raise ConfigError(f"exact.b={e['b']}: must be in [1, n_blocks - 1 = {e['n_blocks'] - 1}]")
-    exact_spec = _spec("exact", e, e["b"])
-    trains = c["validate"]["n_cells"] or c["validate_standard"]["n_cells"]
-    if e["n_blocks"] < 3 and trains:
-        raise ConfigError(f"exact.n_blocks={e['n_blocks']}: must be >= 3 for the in-weights "
-                          "read-off (a distractor block must exist)")
-    eb = c["exact_b"]
-    if not 3 <= eb["n_blocks"] <= 5:
-        raise ConfigError(f"exact_b.n_blocks={eb['n_blocks']}: allowed 3..5")
-    _spec("exact_b", eb, eb["n_blocks"] - 1)
-    _spec("exact_check", c["exact_check"])
-    xt = c["exact_theorems"]
-    if xt["steps"] % xt["n_save_train"]:
-        raise ConfigError(f"exact_theorems.steps={xt['steps']} must be a multiple of "
-                          f"exact_theorems.n_save_train={xt['n_save_train']}")
-    if xt["steps"] * xt["lr"] > float(xt["t1"]) * (1 + 1e-9):
-        raise ConfigError(f"exact_theorems: steps * lr = {xt['steps'] * xt['lr']} must be <= "
-                          f"t1 = {xt['t1']} (the emergence cell's exact trajectory is the "
-                          "Theorem 2 solve's)")
-    # Theorem 3 compares with the 4-coordinate gradient on the same sizes
-    _sizes("exact_theorems.t3_n_blocks", {**e, "n_blocks": xt["t3_n_blocks"]})
-    _spec("exact_theorems.t3_n_blocks", {**e, "n_blocks": xt["t3_n_blocks"]})
-    if e["n_blocks"] < 3:
-        raise ConfigError(f"exact.n_blocks={e['n_blocks']}: must be >= 3 for exact_theorems "
-                          "(the in-weights read-off needs a distractor block)")
-    es = c["exact_sgd"]
-    if es["steps"] % es["n_save"]:
-        raise ConfigError(f"exact_sgd.steps={es['steps']} must be a multiple of "
-                          f"exact_sgd.n_save={es['n_save']}")
-    for name in ("validate", "validate_standard"):
-        if c[name]["n_cells"] > e["n"] ** 2:
-            raise ConfigError(f"{name}.n_cells={c[name]['n_cells']}: at most exact.n ** 2 = "
-                              f"{e['n'] ** 2}")
-    v = c["validate"]
-    if v["n_cells"] and round(float(e["t1"]) / v["lr"]) < e["n_save"]:
-        raise ConfigError(f"validate.lr={v['lr']}: exact.t1 / lr must be >= exact.n_save")
-    for i, (n_common, n_rare, n_blocks, n) in enumerate(c["sizes_scan"]["specs"]):
-        name = f"sizes_scan.specs[{i}]"
-        if not 3 <= n_blocks <= 5:
-            raise ConfigError(f"{name}: n_blocks={n_blocks}: allowed 3..5 (the in-weights "
-                              "read-off needs a distractor block; the class count grows "
-                              "combinatorially with the blocks)")
-        _spec(name, {"n_common": n_common, "n_rare": n_rare, "n_blocks": n_blocks}, e["b"])
-    vs = c["validate_standard"]
-    if vs["steps"] % vs["n_evals"]:
-        raise ConfigError(f"validate_standard.steps={vs['steps']} must be a multiple of "
-                          f"validate_standard.n_evals={vs['n_evals']}")
-    fg = c["full_grid"]
-    full_spec = None
-    if fg["n"]:
-        if fg["n"] < 2:
-            raise ConfigError(f"full_grid.n={fg['n']}: 0 (off) or >= 2")
-        full_spec = _spec("full_grid", fg)
-        if fg["n_blocks"] < 3:
-            raise ConfigError(f"full_grid.n_blocks={fg['n_blocks']}: must be >= 3 (the "
-                              "in-weights read-off removes the relevant block: a distractor "
-                              "block must exist)")
-        _sizes("full_grid", fg)
-        if bl.support_size(full_spec) > 4_000_000:
-            raise ConfigError(f"full_grid: {bl.support_size(full_spec)} draw combinations to "
-                              "enumerate; use a smaller spec (<= 4000000)")
-    return {**c, "exact_spec": exact_spec, "full_spec": full_spec, "sizes": sizes, "spec": spec, "sizes_b": sizes_b,
-            "sizes_t2": sizes_t2,
-            "sizes_t3": sizes_t3, "sizes_t3_small": sizes_t3_small, "check_spec": check_spec}
 
 
 def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
@@ -161,20 +36,20 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     t_ode = np.linspace(0.0, float(c["ode"]["t1"]), c["ode"]["n_save"] + 1)
     summary: dict[str, Any] = {"load_at_start": load_average(), "devices": jax.device_count()}
     metrics: dict[str, np.ndarray] = {"t_ode": t_ode}
-    ex = exact_stages.exact_frfv_diagram(c, summary, metrics)
-    exb = exact_stages.exact_bfr_diagram(c, summary, metrics)
-    exact_stages.exact_checks(c, summary)
-    exact_stages.exact_theorems(c, summary, metrics)
-    ex_cells = []
+    frfv = stages.frfv_diagram(c, summary, metrics)
+    bfr = stages.bfr_diagram(c, summary, metrics)
+    stages.model_checks(c, summary)
+    theorem_stages.theorems(c, summary, metrics)
+    trained = []
     if c["validate"]["n_cells"]:
-        ex_cells.append(exact_stages.exact_cells(c, ex, summary, metrics))
+        trained.append(cell_stages.theory_cells(c, frfv, summary, metrics))
     if c["validate_standard"]["n_cells"]:
-        ex_cells.append(exact_stages.standard_cells(c, ex, summary, metrics,
-                                              os.path.join(workdir, "standard_cells")))
-    exact_stages.exact_figures(c, fig_dir, metrics, ex, exb, ex_cells or None)
-    exact_stages.exact_sizes(c, summary, metrics, fig_dir)
+        trained.append(cell_stages.standard_cells(c, frfv, summary, metrics,
+                                                  os.path.join(workdir, "standard_cells")))
+    stages.figures(c, fig_dir, metrics, frfv, bfr, trained or None)
+    stages.sizes_scan(c, summary, metrics, fig_dir)
     if c["four_coord"]["enabled"]:
-        four_coordinate_comparison(c, ex, summary, metrics, fig_dir)
+        four_coordinate_comparison(c, frfv, summary, metrics, fig_dir)
     write_npz(os.path.join(workdir, "metrics.npz"), metrics)
     write_json(os.path.join(workdir, "summary.json"), summary)
     return summary
@@ -186,20 +61,18 @@ def four_coordinate_comparison(c: dict, ex: dict, summary: dict, metrics: dict,
     enumerated full-manifold ODE against gradient descent, and confinement: the labelled
     comparison (``four_coord.enabled``) to the exact diagrams of ``run``."""
     t_ode = metrics["t_ode"]
-    frfv = stages.frfv_diagram(c, t_ode, summary, metrics)
-    bfr = stages.bfr_diagram(c, t_ode, summary, metrics)
-    stages.four_vs_exact(c, ex, summary)
-    t2_rows, t3_series = stages.theorem_checks(c, t_ode, frfv, summary)
-    stages.reference_cell(c, t_ode, summary, metrics)
+    frfv = comparison_stages.frfv_diagram(c, t_ode, summary, metrics)
+    bfr = comparison_stages.bfr_diagram(c, t_ode, summary, metrics)
+    comparison_stages.four_vs_exact(c, ex, summary)
+    t2_rows, t3_series = comparison_stages.theorem_checks(c, t_ode, frfv, summary)
+    comparison_stages.reference_cell(c, t_ode, summary, metrics)
     cells_xy = None
     if c["cells"]["n_cells"]:
-        cells_xy = stages.trained_cells(c, t_ode, frfv, summary, metrics, fig_dir)
-    stages.ode_vs_training(c, summary, metrics, fig_dir)
-    if c["full_grid"]["n"]:
-        stages.full_grid(c, summary, metrics, fig_dir)
+        cells_xy = comparison_stages.trained_cells(c, t_ode, frfv, summary, metrics, fig_dir)
+    comparison_stages.ode_vs_training(c, summary, metrics, fig_dir)
     if c["confinement"]["enabled"]:
-        stages.confinement(c, summary)
-    stages.figures(c, fig_dir, metrics, frfv, bfr, t2_rows, t3_series, cells_xy)
+        comparison_stages.confinement(c, summary)
+    comparison_stages.figures(c, fig_dir, metrics, frfv, bfr, t2_rows, t3_series, cells_xy)
 
 
 def format_summary(summary: dict[str, Any]) -> str:
@@ -211,8 +84,7 @@ def format_summary(summary: dict[str, Any]) -> str:
             "ode_vs_training/max_rel_deviation",
             "theorem2_exact/protocol_max_abs_diff_vs_4coord_f_v_0", "theorem3_exact/r2",
             "emergence_exact/order_exact", "emergence_exact/order_trained",
-            "full_grid/winner_agreement_with_4coord",
-            "full_grid/contour_sb", "emergence_order", "emergence_times_ode",
+            "emergence_order", "emergence_times_ode",
             "emergence_order_trained", "emergence_times_trained", "confinement/rel_residual",
             "speed/ratio_train_per_cell_vs_grid", "cells/winner_trained",
             "cells/winner_ode_same_horizon", "cells/winner_ode_grid_horizon"]

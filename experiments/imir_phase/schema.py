@@ -143,7 +143,4 @@ SCHEMA = Schema(
         seed=integer("", min=0, default=0),
         four_coord_reference=boolean("emergence: also the 4-coordinate closed form on the same "
                                      "spec", default=True)),
-    full_grid=Section("the full-manifold ODE over a grid", **_sizes(
-        n=integer("cells per axis; 0 = off", min=0),
-        t1=TIME, n_steps=integer("sets the adaptive solver's first step, t1 / n_steps"), n_save=integer("saved times"))),
 )

@@ -1,5 +1,5 @@
-"""The 4-coordinate comparison stages of ``experiments.imir_phase.run`` (the exact-dynamics
-stages are ``exact_stages``): each solves, trains or checks one thing, adds
+"""The exact-dynamics stages of ``experiments.imir_phase.run`` (the default diagrams, their
+checks, trained cells, sizes, theorems): each solves, trains or checks one thing, adds
 its numbers to ``summary`` and its arrays to ``metrics``, and saves its figures.
 
 Each takes ``c``, the checked config's objects (``run.build``).
@@ -7,254 +7,156 @@ Each takes ``c``, the checked config's objects (``run.build``).
 from __future__ import annotations
 
 import os
-import time
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import cells as imir_cells
-from mechjax.analysis.imir import compare
-from mechjax.analysis.imir import confinement as cf
-from mechjax.analysis.imir import full_phase
-from mechjax.analysis.imir import measure
-from mechjax.analysis.imir import phase as ph
-from mechjax.analysis.imir import project as proj
-from mechjax.analysis.imir import reduced as rd
-from mechjax.analysis.imir import solve
-from mechjax.analysis.imir import theorems as th
+from mechjax.analysis.imir.dynamics import grid
+from mechjax.analysis.imir.dynamics import model as exact
+from mechjax.analysis.imir.phase import diagrams as exact_phase
+from mechjax.analysis.imir.phase import readoff as ph
 from mechjax.plots import imir as plots
 from mechjax.plots.save import save_figure
 from mechjax.sweep import log
 from mechjax.tasks import blocklist as bl
 from mechjax.timing import load_average
 
-
-def _dt0(t1: float, n_steps: int) -> float:
-    """The adaptive solver's first step: ``n_steps`` in the config sets the initial resolution."""
-    return float(t1) / n_steps
+from experiments.imir_phase.common import first_step, grid_settings, record_b_grid, spec_of
 
 
-def frfv_diagram(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> dict:
-    """The 4-coordinate (f_r, f_v) diagram at burstiness ``task.b`` (a labelled comparison; the
-    default diagram is ``exact_frfv_diagram``): one vmapped reduced-ODE solve."""
-    o, g, b0 = c["ode"], c["grid"], c["task"]["b"]
-    fr_ax = np.linspace(g["f_r_min"], g["f_r_max"], g["n"])
-    fv_ax = np.linspace(g["f_v_min"], g["f_v_max"], g["n"])
+def frfv_diagram(c: dict, summary: dict, metrics: dict) -> dict:
+    """The (f_r, f_v) diagram from the exact dynamics on every manifold coordinate: one jitted
+    vmap over the grid (``grid.timed_cells``)."""
+    e, g, o = c["exact"], c["grid"], c["ode"]
+    spec = spec_of(e)
+    model = exact.make(spec)
+    fr_ax = np.linspace(g["f_r_min"], g["f_r_max"], e["n"])
+    fv_ax = np.linspace(g["f_v_min"], g["f_v_max"], e["n"])
     FR, FV = np.meshgrid(fr_ax, fv_ax, indexing="ij")
-    log(f"imir_phase: ({g['n']} x {g['n']}) (f_r, f_v) grid, reduced ODE, b={b0}, load {load_average()}")
-    out, t_comp, t_run = ph.timed_grid(c["sizes"], o["init"], b0, FR.ravel(), FV.ravel(),
-                                       float(o["t1"]), o["n_save"], _dt0(o["t1"], o["n_steps"]))
-    ro = ph.readoff(out, t_ode, np.full(FR.size, float(b0)), o["threshold"])
-    sb = b0 * ph.s_factor(FR, FV)
+    t = np.linspace(0.0, float(e["t1"]), e["n_save"] + 1)
+    log(f"imir_phase: ({e['n']} x {e['n']}) (f_r, f_v) grid, exact dynamics ({model.n_coords} "
+        f"coordinates, {model.classes.size} classes), T={spec.seq_len}, V={spec.n_tokens}, "
+        f"load {load_average()}")
+    out, t_comp, t_run = grid.timed_cells(model, o["init"], FR.ravel(), FV.ravel(),
+                                                 float(e["t1"]), e["n_save"], e["rtol"],
+                                                 first_step(e["t1"], e["n_steps"]), **grid_settings(e))
+    ro = ph.readoff(out, t, o["threshold"])
+    sb = e["b"] * ph.s_factor(FR, FV)
     contour = ph.contour_agreement(sb, ro["icl"].reshape(FR.shape))
-    log(f"grid: {FR.size} ODE solves in {t_run:.1f} s (+ {t_comp:.1f} s compile), load {load_average()}")
-    summary.update({"grid_4coord/seconds": t_run, "grid_4coord/compile_seconds": t_comp,
-                    "grid_4coord/cells": int(FR.size),
-                    "grid_4coord/winner_counts": ph.winner_counts(ro["winner"]),
-                    "grid_4coord/contour_sb": contour})
+    log(f"exact grid: {FR.size} cells in {t_run:.1f} s (+ {t_comp:.1f} s compile; "
+        f"{int(out['n_capped'])} cells past the step cap), load {load_average()}")
+    summary.update({"grid_seconds": t_run, "grid_compile_seconds": t_comp,
+                    "grid/solver": {**grid_settings(e), "rtol": e["rtol"],
+                                    "n_capped": int(out["n_capped"])},
+                    "grid_cells": int(FR.size), "grid_load": load_average(),
+                    "grid/n_coords": model.n_coords, "grid/n_classes": model.classes.size,
+                    "grid/spec": {"n_common": spec.n_common, "n_rare": spec.n_rare,
+                                  "n_blocks": spec.n_blocks, "T": spec.seq_len,
+                                  "V": spec.n_tokens, "b": spec.burstiness},
+                    "grid/winner_counts": ph.winner_counts(ro["winner"]),
+                    "grid/contour_sb": contour,
+                    # the issue's name for it: how well s * b = c separates ICL-formed cells
+                    "boundary/sb_contour_accuracy": contour["agreement"]})
     for k in ("winner", "p_rare", "acc_rare", "p_iwl", "emergence"):
-        metrics[f"frfv_4coord/{k}"] = ro[k].reshape(FR.shape)
-    metrics["frfv_4coord/theta_final"] = out["theta"][:, -1].reshape(FR.shape + (4,))
-    metrics["frfv_4coord/f_r"], metrics["frfv_4coord/f_v"] = fr_ax, fv_ax
-    # float32 against float64 at a 10x tighter tolerance on a few cells
-    idx = np.linspace(0, FR.size - 1, o["check_cells"]).astype(int)
-    with jax.enable_x64(True):
-        fine = ph.solve_grid(c["sizes"], o["init"], b0, FR.ravel()[idx], FV.ravel()[idx],
-                             float(o["t1"]), o["n_save"], dtype=jnp.float64,
-                             rtol=solve.RTOL / 10, atol=solve.ATOL / 10)
-        fine = {k: np.asarray(v) for k, v in fine.items()}
-    for k in ("theta", "p_rare"):
-        summary[f"grid_4coord/check_f64_tight_max_abs_{k}"] = float(np.max(np.abs(fine[k] - out[k][idx])))
-    return {"FR": FR, "FV": FV, "fr_ax": fr_ax, "fv_ax": fv_ax, "out": out, "sb": sb,
-            "contour": contour, "seconds": t_run}
+        metrics[f"frfv/{k}"] = ro[k].reshape(FR.shape)
+    metrics["frfv/f_r"], metrics["frfv/f_v"], metrics["frfv/t"] = fr_ax, fv_ax, t
+    return {"FR": FR, "FV": FV, "fr_ax": fr_ax, "fv_ax": fv_ax, "out": out, "ro": ro, "sb": sb,
+            "contour": contour, "seconds": t_run, "spec": spec, "t": t}
 
 
-def bfr_diagram(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> dict:
-    """The (b, f_r) diagram at ``task_b.f_v``, b = 1 .. n_blocks - 1."""
-    o, fv = c["ode"], c["task_b"]["f_v"]
-    b_ax = np.arange(1, c["task_b"]["n_blocks"])
-    fr_ax = metrics["frfv_4coord/f_r"]
+def bfr_diagram(c: dict, summary: dict, metrics: dict) -> dict:
+    """The (b, f_r) diagram from the exact dynamics, b = 1 .. n_blocks - 1."""
+    e, eb, o = c["exact"], c["exact_b"], c["ode"]
+    b_ax = np.arange(1, eb["n_blocks"])
+    fr_ax = np.linspace(c["grid"]["f_r_min"], c["grid"]["f_r_max"], eb["n"])
     BB, FR = np.meshgrid(b_ax, fr_ax, indexing="ij")
-    out, _, t_run = ph.timed_grid(c["sizes_b"], o["init"], BB.ravel(), FR.ravel(), fv,
-                                  float(o["t1"]), o["n_save"], _dt0(o["t1"], o["n_steps"]))
-    ro = ph.readoff(out, t_ode, BB.ravel().astype(float), o["threshold"])
-    sb = BB * ph.s_factor(FR, fv)
-    contour = _record_b_grid("_4coord", ro, BB, b_ax, fr_ax, sb, t_run, summary, metrics)
-    return {"b_ax": b_ax, "sb": sb, "contour": contour}
+    t = np.linspace(0.0, float(e["t1"]), e["n_save"] + 1)
+    spec = spec_of({**eb, "b": 1})
+    log(f"imir_phase: (b, f_r) grid, exact dynamics, b = 1..{b_ax[-1]}, T={spec.seq_len}")
+    out, secs = exact_phase.b_grid(spec, o["init"], b_ax, fr_ax, eb["f_v"], float(e["t1"]),
+                                   e["n_save"], e["rtol"], first_step(e["t1"], e["n_steps"]),
+                                   **grid_settings(e))
+    ro = ph.readoff(out, t, o["threshold"])
+    sb = BB * ph.s_factor(FR, eb["f_v"])
+    contour = record_b_grid("", ro, BB, b_ax, fr_ax, sb, secs, summary, metrics)
+    return {"b_ax": b_ax, "fr_ax": fr_ax, "sb": sb, "contour": contour, "spec": spec}
 
 
-def _record_b_grid(suffix: str, ro: dict, BB: np.ndarray, b_ax: np.ndarray, fr_ax: np.ndarray,
-                   sb: np.ndarray, seconds: float, summary: dict, metrics: dict) -> dict:
-    """A (b, f_r) diagram's summary (``grid_b<suffix>/*``) and metrics (``bfr<suffix>/*``);
-    returns the s*b contour fit."""
-    contour = ph.contour_agreement(sb, ro["icl"].reshape(BB.shape))
-    summary.update({f"grid_b{suffix}/seconds": seconds, f"grid_b{suffix}/cells": int(BB.size),
-                    f"grid_b{suffix}/contour_sb": contour,
-                    f"grid_b{suffix}/winner_counts": ph.winner_counts(ro["winner"])})
-    for k in ("winner", "p_rare", "p_iwl", "emergence"):
-        metrics[f"bfr{suffix}/{k}"] = ro[k].reshape(BB.shape)
-    metrics[f"bfr{suffix}/b"], metrics[f"bfr{suffix}/f_r"] = b_ax, fr_ax
-    return contour
+def model_checks(c: dict, summary: dict) -> None:
+    """The exact dynamics against the enumerated full-manifold ODE (small spec) and against SGD
+    on every weight from the same on-manifold point (the default spec)."""
+    ec, es, e, o = c["exact_check"], c["exact_sgd"], c["exact"], c["ode"]
+    spec = spec_of({**ec, "b": 1})
+    cells = np.linspace(0.0, 1.0, ec["n_cells"])
+    log(f"exact dynamics vs the enumerated full-manifold ODE on {ec['n_cells']} cells")
+    r = exact_phase.vs_full_ode(spec, o["init"], cells, cells[::-1] * 0.8, float(ec["t1"]),
+                                ec["n_save"], first_step(ec["t1"], e["n_steps"]))
+    summary["exact_vs_full_ode/max_rel_deviation"] = r["max_rel_deviation"]
+    summary["exact_vs_full_ode/detail"] = r
+    log(f"exact dynamics vs SGD (batch {es['batch_size']}, {es['steps']} steps)")
+    s = exact_phase.vs_sgd(spec_of(e), o["init"], es["f_r"], es["f_v"], float(es["lr"]),
+                           es["steps"], es["n_save"], es["batch_size"], es["seed"],
+                           first_step(es["steps"] * es["lr"], e["n_steps"]))
+    summary["ode_vs_training/max_rel_deviation"] = s["until_90"]["norm"]
+    summary["ode_vs_training/max_rel_deviation_per_coordinate"] = s["until_90"]["coord"]
+    summary["ode_vs_training/detail"] = s
 
 
-def theorem_checks(c: dict, t_ode: np.ndarray, frfv: dict, summary: dict) -> tuple[dict, dict]:
-    """Theorems 2 and 3 (``theorems``); returns the rows and series to plot."""
-    t2, t3 = c["theorem2"], c["theorem3"]
-    grid = {"t": t_ode, "out": frfv["out"], "f_r": frfv["FR"], "f_v": frfv["FV"],
-            "b": c["task"]["b"]}
-    r2 = th.theorem2_protocols(c["sizes"], c["sizes_t2"], c["ode"]["init"], t2["p_iwl"], t2["b"],
-                               t2["settings"], grid)
-    r3 = th.theorem3_protocols(c["sizes_t3"], c["sizes_t3_small"], c["ode"]["init"],
-                               t3["b_max"], t3["f_r"], t3["f_v"])
-    rows, series = r2.pop("rows"), r3.pop("series")
-    summary.update(r2 | r3)
-    return rows, series
-
-
-def reference_cell(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> None:
-    """Emergence order of the coordinates at the reference cell (reduced ODE)."""
-    o, t = c["ode"], c["task"]
-    ref = ph.solve_grid(c["sizes"], o["init"], t["b"], t["f_r_ref"], t["f_v_ref"],
-                        float(o["t1"]), o["n_save"], dt0=_dt0(o["t1"], o["n_steps"]))
-    metrics["ref/theta_ode"] = np.asarray(ref["theta"][0])
-    summary.update(compare.reference_emergence(t_ode, metrics["ref/theta_ode"], t["f_r_ref"],
-                                               t["f_v_ref"], t["b"]))
-
-
-def trained_cells(c: dict, t_ode: np.ndarray, frfv: dict, summary: dict, metrics: dict,
-                  fig_dir: str) -> dict | None:
-    """A sample of grid cells trained as full transformers (vmapped), against the ODE."""
-    ce, o, b0 = c["cells"], c["ode"], c["task"]["b"]
-    FR, FV = frfv["FR"], frfv["FV"]
-    pick = np.sort(np.random.default_rng(ce["seed"]).choice(FR.size, ce["n_cells"],
-                                                            replace=False))
-    # the reference cell goes first (for the trajectory figure)
-    fr_c = np.concatenate([[c["task"]["f_r_ref"]], FR.ravel()[pick]])
-    fv_c = np.concatenate([[c["task"]["f_v_ref"]], FV.ravel()[pick]])
-    log(f"training {len(fr_c)} full transformers (vmapped), {ce['steps']} SGD steps, "
-        f"lr {ce['lr']}")
-    t0 = time.perf_counter()
-    tr = imir_cells.train_cells(c["spec"], o["init"], fr_c, fv_c, float(ce["lr"]), ce["steps"],
-                                ce["n_save"], ce["batch_size"], ce["eval_size"], ce["seed"])
-    train_s = time.perf_counter() - t0
-    horizon = float(tr["t"][-1])
-    ode_c = ph.solve_grid(c["sizes"], o["init"], b0, fr_c, fv_c, horizon, ce["n_save"],
-                          dt0=_dt0(horizon, o["n_steps"]))
-    ode_c = {k: np.asarray(v) for k, v in ode_c.items()}
-    near = ph.nearest_cells(FR, FV, fr_c, fv_c)
-    cmp, trc = compare.cells_vs_ode(tr, ode_c, {k: v[near] for k, v in frfv["out"].items()},
-                                    t_ode, b0, o["threshold"], fr_c, fv_c)
-    # time one transformer cell would need for the ODE's horizon
-    per_cell = train_s / len(fr_c) * float(o["t1"]) / horizon
-    summary.update(cmp | {"cells/train_seconds": train_s,
-                          "speed_4coord/seconds_per_trained_cell_at_grid_horizon": per_cell,
-                          "speed_4coord/ratio_train_per_cell_vs_grid": per_cell * FR.size
-                          / frfv["seconds"]})
-    metrics.update({"cells/theta": tr["theta"], "cells/t": tr["t"], "cells/p_rare": tr["p_rare"],
-                    "cells/p_iwl": tr["p_iwl"], "cells/loss": tr["loss"],
-                    "cells/theta_ode": ode_c["theta"]})
-    save_figure(plots.trajectories(
-        {"reduced 4-coord ODE": (tr["t"], ode_c["theta"][0]),
-         "full transformer (projected)": (tr["t"], tr["theta"][0])},
-        rd.NAMES, f"f_r={fr_c[0]:.2f}, f_v={fv_c[0]:.2f}, b={b0}: (alpha, beta, gamma, delta)"),
-        os.path.join(fig_dir, "trajectories_abgd.png"))
-    return {"x": fr_c, "y": fv_c, "winner": trc["winner"], "p_rare": trc["p_rare"],
-            "emergence": trc["emergence"]}
-
-
-def ode_vs_training(c: dict, summary: dict, metrics: dict, fig_dir: str) -> None:
-    """The full-manifold reduced ODE against full gradient descent (``measure.ode_vs_gd``)."""
-    oc, sc = c["ode_check"], c["check_spec"]
-    spec = bl.BlockListSpec(kind="recall", n_common=sc.n_common, n_rare=sc.n_rare,
-                            n_blocks=sc.n_blocks, f_r=oc["f_r"], f_v=oc["f_v"])
-    log(f"full-manifold reduced ODE vs gradient descent on {bl.support_size(spec)} sequences")
-    chk = measure.ode_vs_gd(spec, t1=float(oc["t1"]), lr=float(oc["lr"]), n_save=oc["n_save"],
-                            return_trajectories=True)
-    traj, run0 = chk.pop("trajectories"), chk["runs"][0]
-    summary.update({
-        "full_ode_vs_gd/max_rel_deviation": run0["until_90"]["norm"],
-        "full_ode_vs_gd/max_rel_deviation_per_coordinate": run0["until_90"]["coord"],
-        "full_ode_vs_gd/loss_drop_90_at_t": run0["loss_drop_90_at_t"],
-        "full_ode_vs_gd/detail": {k: v for k, v in chk.items() if k != "runs"} | {
-            "loss_start": run0["loss_start"], "loss_end": run0["loss_end"],
-            "whole_run": run0["whole"], "max_off_span": run0["max_off_span"]}})
-    save_figure(plots.trajectories(
-        {"reduced ODE (full manifold)": (traj["t"], traj["ode_top"]),
-         "full gradient descent": (traj["t"], traj["gd_top"])},
-        traj["names"], f"full-manifold reduced ODE vs full training "
-        f"({chk['n_coords']} coordinates; the 4 largest shown)"),
-        os.path.join(fig_dir, "trajectories_ode_vs_training.png"))
-    metrics.update({"check/t": traj["t"], "check/theta_ode": traj["ode"],
-                    "check/theta_gd": traj["gd"]})
-
-
-def full_grid(c: dict, summary: dict, metrics: dict, fig_dir: str) -> None:
-    """The exact full-manifold diagram on a coarse grid against the 4-coordinate one."""
-    fg, spec = c["full_grid"], c["full_spec"]
-    log(f"full-manifold reduced ODE on a {fg['n']} x {fg['n']} grid ({spec.seq_len} positions, "
-        f"{spec.n_tokens} tokens)")
-    res, a = full_phase.compare_with_four_coordinates(
-        spec, c["ode"]["init"], fg["n"], float(fg["t1"]), fg["n_save"], c["ode"]["threshold"],
-        _dt0(fg["t1"], fg["n_steps"]))
-    summary.update(res)
-    labels = ("f_r (rare fraction)", "f_v (within-class variability)")
-    for name, title in (("", f"full-manifold reduced ODE ({res['full_grid/n_coords']} "
-                             f"coordinates = full training), T={spec.seq_len}, "
-                             f"V={spec.n_tokens}, t1={fg['t1']}"),
-                        ("_4coord", f"4-coordinate closed form, same task and grid, "
-                                    f"t1={fg['t1']}")):
-        save_figure(plots.phase_diagram(
-            a["axis"], a["axis"], a["winner" + name], a["p_rare" + name], a["emergence" + name],
-            a["s"], a["contour_c" + name], *labels, title, ph.WINNERS, None),
-            os.path.join(fig_dir, f"phase_full_manifold{name}.png"))
-    metrics.update({"full/winner": a["winner"], "full/p_rare": a["p_rare"],
-                    "full/p_iwl": a["p_iwl"], "full/winner_4coord": a["winner_4coord"],
-                    "full/theta_abgd": a["theta_abgd"], "full/axis": a["axis"]})
-
-
-def confinement(c: dict, summary: dict) -> None:
-    """Exact confinement of the population gradient at a random point of the manifold."""
-    frame = ib.make_frame(ib.TokenStructure.from_spec(measure.TINY), measure.TINY.seq_len)
-    basis = ib.make_basis(frame)
-    theta = 0.7 * jax.random.normal(jax.random.key(c["confinement"]["seed"]), (basis.size,))
-    conf = cf.exact_confinement(measure.TINY, basis, proj.weights(basis, theta))
-    summary["confinement/rel_residual"] = conf["rel_residual"]
-
-
-def figures(c: dict, fig_dir: str, metrics: dict, frfv: dict, bfr: dict, t2_rows: dict,
-            t3_series: dict, cells_xy: dict | None) -> None:
-    o, b0, nb = c["ode"], c["task"]["b"], c["task_b"]["n_blocks"]
+def figures(c: dict, fig_dir: str, metrics: dict, ex: dict, exb: dict,
+                  cells_xy: list[dict] | None) -> None:
+    """The exact diagrams; ``cells_xy``: the trained cell sets overlaid on the (f_r, f_v) one."""
+    spec, sb = ex["spec"], exb["spec"]
     save_figure(plots.phase_diagram(
-        frfv["fr_ax"], frfv["fv_ax"], metrics["frfv_4coord/winner"], metrics["frfv_4coord/p_rare"],
-        metrics["frfv_4coord/emergence"], frfv["sb"], frfv["contour"]["c"],
-        "f_r (rare fraction)", "f_v (within-class variability)",
-        f"comparison: 4-coordinate (alpha, beta, gamma, delta) ODE, not closed; b={b0}, "
-        f"T={c['sizes'].seq_len}, V={c['sizes'].vocab}, t1={o['t1']}", ph.WINNERS, cells_xy),
-        os.path.join(fig_dir, "phase_fr_fv_4coord.png"))
+        ex["fr_ax"], ex["fv_ax"], metrics["frfv/winner"], metrics["frfv/p_rare"],
+        metrics["frfv/emergence"], ex["sb"], ex["contour"]["c"], "f_r (rare fraction)",
+        "f_v (within-class variability)", f"exact reduced dynamics (every manifold coordinate), "
+        f"b={spec.burstiness}, T={spec.seq_len}, V={spec.n_tokens}, t1={c['exact']['t1']}",
+        ph.WINNERS, cells_xy), os.path.join(fig_dir, "phase_fr_fv.png"))
     save_figure(plots.phase_diagram(
-        bfr["b_ax"].astype(float), frfv["fr_ax"], metrics["bfr_4coord/winner"],
-        metrics["bfr_4coord/p_rare"], metrics["bfr_4coord/emergence"], bfr["sb"],
-        bfr["contour"]["c"], "b (burstiness)", "f_r (rare fraction)",
-        f"comparison: 4-coordinate ODE, f_v={c['task_b']['f_v']}, n={nb} blocks, "
-        f"V={c['sizes_b'].vocab}", ph.WINNERS, None),
-        os.path.join(fig_dir, "phase_b_fr_4coord.png"))
-    save_figure(plots.theorem2(t2_rows, "Theorem 2: ICL gradient suppression by IWL"),
-                os.path.join(fig_dir, "theorem2.png"))
-    save_figure(plots.theorem3(t3_series, "Theorem 3: ICL gradient vs burstiness"),
-                os.path.join(fig_dir, "theorem3.png"))
+        exb["b_ax"].astype(float), exb["fr_ax"], metrics["bfr/winner"], metrics["bfr/p_rare"],
+        metrics["bfr/emergence"], exb["sb"], exb["contour"]["c"], "b (burstiness)",
+        "f_r (rare fraction)", f"exact reduced dynamics, f_v={c['exact_b']['f_v']}, "
+        f"T={sb.seq_len}, V={sb.n_tokens}", ph.WINNERS, None),
+        os.path.join(fig_dir, "phase_b_fr.png"))
 
 
-def four_vs_exact(c: dict, ex: dict, summary: dict) -> None:
-    """The 4-coordinate closed form on the exact diagram's spec, grid and horizon: how often it
-    names the same winner (its own ICL level, capped at b / (b + 1))."""
-    e, o, spec = c["exact"], c["ode"], ex["spec"]
-    four = ph.solve_grid(rd.RecallSizes.from_spec(spec), o["init"], spec.burstiness,
-                         ex["FR"].ravel(), ex["FV"].ravel(), float(e["t1"]), e["n_save"],
-                         dt0=_dt0(e["t1"], e["n_steps"]))
-    ro = ph.readoff({k: np.asarray(v) for k, v in four.items()}, ex["t"],
-                    np.full(ex["FR"].size, float(spec.burstiness)), o["threshold"])
-    summary["grid_4coord/winner_agreement_with_exact"] = float(np.mean(
-        ro["winner"] == ex["ro"]["winner"]))
-    summary["grid_4coord/winner_counts_on_exact_spec"] = ph.winner_counts(ro["winner"])
+def sizes_scan(c: dict, summary: dict, metrics: dict, fig_dir: str) -> None:
+    """The exact (f_r, f_v) diagram at several sizes (vocabulary V and context T, each on its own
+    grid): where ICL starts and IWL ends, per size (``exact_phase.boundary``). The class count,
+    and so the cost, does not grow with V but grows steeply with T (46 classes at 3 blocks, 951
+    at 4)."""
+    e, g, o = c["exact"], c["grid"], c["ode"]
+    t = np.linspace(0.0, float(e["t1"]), e["n_save"] + 1)
+    panels = []
+    for n_common, n_rare, n_blocks, n in c["sizes_scan"]["specs"]:
+        spec = bl.BlockListSpec(kind="recall", n_common=n_common, n_rare=n_rare,
+                                n_blocks=n_blocks, burstiness=e["b"])
+        model = exact.make(spec)
+        name = f"V{spec.n_tokens}_T{spec.seq_len}"
+        fr_ax = np.linspace(g["f_r_min"], g["f_r_max"], n)
+        fv_ax = np.linspace(g["f_v_min"], g["f_v_max"], n)
+        FR, FV = np.meshgrid(fr_ax, fv_ax, indexing="ij")
+        log(f"imir_phase: size {name}: {n} x {n} exact grid, {model.classes.size} classes, "
+            f"{model.n_coords} coordinates")
+        out, t_comp, t_run = grid.timed_cells(
+            model, o["init"], FR.ravel(), FV.ravel(), float(e["t1"]), e["n_save"], e["rtol"],
+            first_step(e["t1"], e["n_steps"]), **grid_settings(e))
+        ro = ph.readoff(out, t, o["threshold"])
+        winner, icl = ro["winner"].reshape(FR.shape), ro["icl"].reshape(FR.shape)
+        sb = e["b"] * ph.s_factor(FR, FV)
+        contour = ph.contour_agreement(sb, icl)
+        summary[f"boundary/{name}"] = {
+            **exact_phase.boundary(winner, icl, fr_ax, fv_ax), "V": spec.n_tokens,
+            "T": spec.seq_len, "n_classes": model.classes.size, "n_coords": model.n_coords,
+            "cells_per_axis": n, "winner_counts": ph.winner_counts(winner),
+            "contour_sb": contour, "p_iwl_max": float(ro["p_iwl"].max()),
+            "seconds": t_run, "compile_seconds": t_comp, "load": load_average()}
+        metrics[f"sizes/{name}/winner"] = winner
+        metrics[f"sizes/{name}/p_rare"] = ro["p_rare"].reshape(FR.shape)
+        panels.append({"x": fr_ax, "y": fv_ax, "winner": winner, "sb": sb, "c": contour["c"],
+                       "title": f"V={spec.n_tokens}, T={spec.seq_len}"})
+    if panels:
+        save_figure(plots.winner_panels(panels, "f_r (rare fraction)",
+                                        "f_v (within-class variability)", ph.WINNERS,
+                                        f"exact reduced dynamics at several sizes, b={e['b']}, "
+                                        f"t1={e['t1']}"),
+                    os.path.join(fig_dir, "phase_sizes.png"))

@@ -15,7 +15,6 @@ def get_config():
     c.cells.eval_size = 512
     c.ode_check = dict(n_common=4, n_rare=2, n_blocks=2, f_r=0.5, f_v=0.2, t1=150.0, lr=0.1,
                        n_save=20)
-    c.full_grid.n = 10
     # the trained validation cells dominate a default run (d_model = 148 full weights)
     c.validate.batch_size = 64
     c.sizes_scan.specs = [[16, 16, 3, 32], [64, 64, 3, 32], [256, 256, 3, 32], [16, 16, 4, 12]]

@@ -34,10 +34,7 @@ def get_config():
     c.validate = dict(n_cells=1, lr=1.0, batch_size=64, eval_size=256, seed=0)
     c.validate_standard = dict(n_cells=2, n_seeds=1, d_model=8, steps=20, n_evals=1, lr=3e-2,
                                batch_size=16, eval_size=32, seed=0)
-    # off: the exact grid is the full-manifold diagram here (checked against the enumerated ODE);
-    # full_phase.compare_with_four_coordinates is tests/test_imir_phase.py's
     # the default pipeline only; tests/test_imir_phase.py runs the 4-coordinate comparison
     # by itself (run.four_coordinate_comparison)
     c.four_coord = dict(enabled=False)
-    c.full_grid = dict(n=0, n_common=4, n_rare=4, n_blocks=3, t1=20.0, n_steps=4, n_save=2)
     return c

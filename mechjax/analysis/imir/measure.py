@@ -12,11 +12,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir import basis as ib
-from mechjax.analysis.imir import confinement as cf
-from mechjax.analysis.imir import ode
-from mechjax.analysis.imir import project as proj
-from mechjax.analysis.imir import solve
+from mechjax.analysis.imir.manifold import submanifold as subm
+from mechjax.analysis.imir.manifold import basis as ib
+from mechjax.analysis.imir.manifold import confinement as cf
+from mechjax.analysis.imir.dynamics import reference as ode
+from mechjax.analysis.imir.manifold import project as proj
+from mechjax.analysis.imir.dynamics import solve
 from mechjax.tasks import blocklist as bl
 
 TINY = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3, f_r=0.4, f_v=0.2)
@@ -97,7 +98,7 @@ def ode_vs_gd(spec: bl.BlockListSpec = TINY, t1: float = 400.0, lr: float = 0.2,
     frame = _frame(spec)
     basis = ib.make_basis(frame)
     loss = ode.population_loss_fn(basis, support)
-    field = ode.vector_field(basis, ode.population_loss_fn(basis, support.orbit_quotient(spec)))
+    field = ode.enumerated_field(basis, ode.population_loss_fn(basis, support.orbit_quotient(spec)))
     theta0 = init_scale * jax.random.normal(jax.random.key(seed), (n_init, basis.size))
     t = time.time()
     traj, stats = jax.block_until_ready(jax.jit(jax.vmap(
@@ -140,19 +141,19 @@ def abgd_vs_full(spec: bl.BlockListSpec = TINY, t1: float = 400.0, lr: float = 0
     support = bl.enumerate_support(spec).prune(tp)
     frame = _frame(spec)
     basis = ib.make_basis(frame)
-    names, phi = ode.abgd_coordinates(basis)
+    names, phi = subm.abgd_coordinates(basis)
     loss = ode.population_loss_fn(basis, support)
     loss_q = ode.population_loss_fn(basis, support.orbit_quotient(spec))
     sub0 = jnp.full((4,), start, jnp.float32)
-    sub_traj = jax.jit(lambda th: ode.integrate(ode.vector_field(basis, loss_q, phi), th, tp, t1,
+    sub_traj = jax.jit(lambda th: solve.solve(ode.enumerated_field(basis, loss_q, phi), th, tp, t1,
                                                 n_save))(sub0)
     full0 = sub0 @ jnp.asarray(phi, jnp.float32)
-    full_traj = jax.jit(lambda th: ode.integrate(ode.vector_field(basis, loss_q), th, tp, t1,
+    full_traj = jax.jit(lambda th: solve.solve(ode.enumerated_field(basis, loss_q), th, tp, t1,
                                                  n_save))(full0)
     gd = jax.jit(lambda th: ode.gradient_descent(basis, loss, th, tp, lr, int(round(t1 / lr)),
                                                  n_save))(full0)
     g = proj.gram(basis)
-    to_sub = ode.abgd_projector(basis)
+    to_sub = subm.abgd_projector(basis)
     gd_sub = np.asarray(gd["theta"]) @ to_sub.T
     lossf = jax.jit(jax.vmap(lambda th: loss(proj.weights(basis, th), tp)))
     l_sub = np.asarray(lossf(sub_traj @ jnp.asarray(phi, jnp.float32)))

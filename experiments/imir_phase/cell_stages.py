@@ -1,0 +1,115 @@
+"""The trained-cell stages of ``experiments.imir_phase.run``: cells straddling the exact
+diagram's boundaries trained as the theory's architecture and as the standard one."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from mechjax.analysis.imir.cells import standard as std_cells
+from mechjax.analysis.imir.cells import theory as imir_cells
+from mechjax.analysis.imir.phase import readoff as ph
+from mechjax.sweep import log
+from mechjax.timing import load_average
+
+
+def straddling_cells(winner: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """Flat indices of ``n`` grid cells next to a change of winner (then any others), at
+    random: cells that test where the boundary lies."""
+    w = np.asarray(winner)
+    edge = np.zeros(w.shape, bool)
+    edge[:-1] |= w[:-1] != w[1:]
+    edge[1:] |= w[:-1] != w[1:]
+    edge[:, :-1] |= w[:, :-1] != w[:, 1:]
+    edge[:, 1:] |= w[:, :-1] != w[:, 1:]
+    rng = np.random.default_rng(seed)
+    on, off = np.flatnonzero(edge.ravel()), np.flatnonzero(~edge.ravel())
+    pick = rng.choice(on, min(n, len(on)), replace=False)
+    if len(pick) < n:
+        pick = np.concatenate([pick, rng.choice(off, n - len(pick), replace=False)])
+    return np.sort(pick)
+
+
+def theory_cells(c: dict, ex: dict, summary: dict, metrics: dict) -> dict:
+    """Cells straddling the exact diagram's boundaries trained as full transformers (the theory's
+    architecture, vmapped), to the diagram's horizon: winner agreement and final accuracies."""
+    v, e, o = c["validate"], c["exact"], c["ode"]
+    pick = straddling_cells(ex["ro"]["winner"].reshape(ex["FR"].shape), v["n_cells"], v["seed"])
+    fr_c, fv_c = ex["FR"].ravel()[pick], ex["FV"].ravel()[pick]
+    steps = int(round(float(e["t1"]) / v["lr"]))
+    n_save = e["n_save"]
+    steps -= steps % n_save
+    log(f"training {len(pick)} full transformers on cells straddling the exact boundary, "
+        f"{steps} SGD steps, lr {v['lr']}, batch {v['batch_size']}")
+    t0 = time.perf_counter()
+    tr = imir_cells.train_cells(ex["spec"], o["init"], fr_c, fv_c, float(v["lr"]), steps,
+                                n_save, v["batch_size"], v["eval_size"], v["seed"],
+                                rare_pool="cell")
+    train_s = time.perf_counter() - t0
+    ro_tr = ph.readoff({**tr, "acc_rare": tr["p_rare"]}, tr["t"], o["threshold"])
+    ro_ex = {k: v_[pick] for k, v_ in ex["ro"].items()}
+    agree = ro_tr["winner"] == ro_ex["winner"]
+    per_cell = train_s / len(pick) * float(e["t1"]) / float(tr["t"][-1])
+    summary.update({
+        "winner_agreement/theory_arch": float(np.mean(agree)),
+        "winner_agreement/theory_arch_cells": int(len(pick)),
+        "cells_exact/f_r": fr_c.round(4).tolist(), "cells_exact/f_v": fv_c.round(4).tolist(),
+        "cells_exact/winner_trained": [ph.WINNERS[w] for w in ro_tr["winner"]],
+        "cells_exact/winner_exact": [ph.WINNERS[w] for w in ro_ex["winner"]],
+        "cells_exact/p_rare_abs_error": float(np.max(np.abs(ro_tr["p_rare"] - ro_ex["p_rare"]))),
+        "cells_exact/p_iwl_abs_error": float(np.max(np.abs(ro_tr["p_iwl"] - ro_ex["p_iwl"]))),
+        "cells_exact/train_seconds": train_s,
+        "speed/seconds_per_trained_cell_at_grid_horizon": per_cell,
+        "speed/ratio_train_per_cell_vs_grid": per_cell * ex["FR"].size / ex["seconds"]})
+    metrics.update({"cells_exact/p_rare": tr["p_rare"], "cells_exact/p_iwl": tr["p_iwl"],
+                    "cells_exact/t": tr["t"], "cells_exact/index": pick})
+    return {"x": fr_c, "y": fv_c, "winner": ro_tr["winner"], "p_rare": ro_tr["p_rare"],
+            "emergence": ro_tr["emergence"], "label": "theory's architecture"}
+
+
+def standard_cells(c: dict, ex: dict, summary: dict, metrics: dict,
+                   workdir: str | None = None) -> dict:
+    """The straddling cells of ``theory_cells`` (``validate.seed``'s pick: the same cells when
+    ``n_cells`` agree) trained as the standard architecture (``standard_cells``; ``workdir``:
+    the sweep resumes there), all cells x seeds in one program: winner agreement with the exact
+    diagram over every (cell, seed) run, per-seed winners and their per-cell majority."""
+    vs, o = c["validate_standard"], c["ode"]
+    pick = straddling_cells(ex["ro"]["winner"].reshape(ex["FR"].shape), vs["n_cells"],
+                            c["validate"]["seed"])
+    fr_c, fv_c = ex["FR"].ravel()[pick], ex["FV"].ravel()[pick]
+    seeds = list(range(vs["seed"], vs["seed"] + vs["n_seeds"]))
+    log(f"training the standard architecture on {len(pick)} straddling cells x {len(seeds)} "
+        f"seeds (one program), d_model {vs['d_model']}, {vs['steps']} {vs['optimizer']} steps, "
+        f"lr {vs['lr']}, batch {vs['batch_size']}, load {load_average()}")
+    t0 = time.perf_counter()
+    tr = std_cells.train_standard_cells(
+        ex["spec"], fr_c, fv_c, seeds, vs["d_model"], vs["steps"], float(vs["lr"]),
+        vs["batch_size"], vs["eval_size"], vs["n_evals"], o["threshold"], vs["optimizer"],
+        workdir)
+    train_s = time.perf_counter() - t0
+    w_ex = ex["ro"]["winner"][pick]
+    major = std_cells.majority(tr["winner"])
+    final = {k: tr[k][..., -1] for k in std_cells.READOFFS}
+    log(f"standard architecture: {train_s:.1f} s, load {load_average()}")
+    summary.update({
+        "winner_agreement/standard_arch": float(np.mean(tr["winner"] == w_ex[:, None])),
+        "winner_agreement/standard_arch_majority": float(np.mean(major == w_ex)),
+        "winner_agreement/standard_arch_cells": int(len(pick)),
+        "winner_agreement/standard_arch_seeds": len(seeds),
+        "cells_standard/f_r": fr_c.round(4).tolist(), "cells_standard/f_v": fv_c.round(4).tolist(),
+        "cells_standard/winner_per_seed": [[ph.WINNERS[w] for w in row] for row in tr["winner"]],
+        "cells_standard/winner_majority": [ph.WINNERS[w] for w in major],
+        "cells_standard/winner_exact": [ph.WINNERS[w] for w in w_ex],
+        # seed means against the exact diagram's final read-offs
+        **{f"cells_standard/{k}_abs_error": float(np.max(np.abs(
+            final[k].mean(1) - ex["ro"][k][pick]))) for k in ("p_rare", "acc_rare", "p_iwl")},
+        "cells_standard/loss_first_last": [float(np.mean(tr["loss"][..., 0])),
+                                           float(np.mean(tr["loss"][..., -1]))],
+        "cells_standard/train_seconds": train_s, "cells_standard/load": load_average()})
+    metrics.update({f"cells_standard/{k}": tr[k] for k in (*std_cells.READOFFS, "loss", "step",
+                                                           "winner")})
+    metrics["cells_standard/index"] = pick
+    # no emergence: it is in optimizer steps, not on the diagram's time axis
+    return {"x": fr_c, "y": fv_c, "winner": major, "p_rare": final["p_rare"].mean(1),
+            "marker": "o", "size": 40,
+            "label": "standard architecture (seed majority, mean p)"}

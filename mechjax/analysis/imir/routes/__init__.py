@@ -1,0 +1,1 @@
+"""IMIR: routes."""
