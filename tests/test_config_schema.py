@@ -107,7 +107,7 @@ def test_a_bad_override_path_names_the_allowed_keys():
 
 
 CONFIG_FILES = {  # (experiment package, schema) -> the config files that schema checks
-    ("quickstart", "SCHEMA"): ("cpu", "tiny"),
+    ("quickstart", "SCHEMA"): ("cpu", "tiny", "tiny_grok"),
     ("assign_add", "SCHEMA"): ("cpu", "paper", "tiny"),
     ("assign_add", "SWEEP_SCHEMA"): ("sweep_f", "sweep_r"),
     ("ace_markov", "SCHEMA"): ("cpu", "paper", "tiny"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -46,6 +47,67 @@ def test_tiny_end_to_end(tmp_path):
     assert arrays["omega_sweep/tau"].shape == (len(config.omega_sweep.omegas), n)
     assert arrays["p_sweep/tau"].shape == (len(config.p_sweep.ps), n)
     assert "beta" in run.format_summary(summary)
+
+
+class PlantedLawSweep:
+    """A stand-in for ``run_sweep`` whose runs grok on a planted law: the ``i``-th of 3 seeds
+    memorizes at step ``20 + 7 i`` and groks ``tau`` steps later, ``tau = f_i C omega^beta`` in
+    the omega sweep and ``f_i (-Omega log(1 - p_crit / p))`` in the p sweep, with seed factors
+    ``f = (0.9, 1.0, 1.1)`` whose mean is 1, so the means over seeds follow the laws exactly. Accuracy curves are [n_seeds, n_grid, n_steps] steps
+    from 0 to 1, as the trainer's per-step evaluation gives them."""
+
+    def __init__(self, beta, C=2000.0, Omega=900.0, p_crit=3.0, n_steps=12000):
+        self.beta, self.C, self.Omega, self.p_crit, self.n_steps = beta, C, Omega, p_crit, n_steps
+
+    def tau(self, p, omega, seed_index):
+        law = (self.C * omega ** self.beta if p == OMEGA_P
+               else -self.Omega * np.log(1 - self.p_crit / p))
+        return (0.9, 1.0, 1.1)[seed_index] * law
+
+    def __call__(self, trainer, seeds, grid, workdir, **_):
+        p, steps = trainer.model_cfg.d_vocab, np.arange(1, self.n_steps + 1)
+        t_mem = np.array([20 + 7 * i for i in range(len(seeds))], float)[:, None]
+        tau = np.array([[self.tau(p, w, i) for w in grid["weight_decay"]]
+                        for i in range(len(seeds))])
+        train = (steps >= t_mem[..., None]).astype(np.float32)
+        test = (steps >= np.round(t_mem + tau)[..., None]).astype(np.float32)
+        metrics = {"acc/train": np.broadcast_to(train, test.shape), "acc/test": test,
+                   "finite": np.ones_like(test), "step": np.broadcast_to(steps, test.shape)}
+        return SimpleNamespace(metrics=metrics, steps=steps, traces=1)
+
+
+OMEGA_P = 13  # the omega sweep's modulus in the planted run; the p sweep's moduli differ
+
+
+@pytest.mark.parametrize("beta", [-1.0, -0.5])
+def test_the_experiment_recovers_a_planted_law(tmp_path, monkeypatch, beta):
+    """The experiment's whole path from per-step accuracies to summary.json (grok times per
+    run, the [grid, seed] layout, means over seeds, both fits) on runs planted to follow
+    tau = C omega^beta and tau = -Omega log(1 - p_crit / p): beta has the planted sign and size,
+    Omega and p_crit are the planted ones, and each setting's taus are the planted ones."""
+    planted = PlantedLawSweep(beta)
+    monkeypatch.setattr(run, "run_sweep", planted)
+    config = tiny.get_config()
+    config.n_seeds = 3
+    config.omega_sweep.p = OMEGA_P
+    config.omega_sweep.omegas = (0.3, 0.5, 1.0, 2.0, 3.0)
+    config.p_sweep.ps = (5, 7, 11, 17)
+    config.stop_when_all_grokked = False
+    summary = run_watched(run.run, config, str(tmp_path / "run"))
+    # the means over seeds are exact laws, up to rounding the crossings to whole steps
+    assert summary["beta"] == pytest.approx(beta, abs=0.01)
+    assert summary["beta_r2"] > 0.999
+    assert summary["p_crit"] == pytest.approx(planted.p_crit, rel=0.02)
+    assert summary["Omega"] == pytest.approx(planted.Omega, rel=0.02)
+    assert summary["p_crit_identified"] and summary["tau_decreasing_in_p"]
+    assert summary["never_grokked"] == 0
+    for name, values, p_of in (("omega", config.omega_sweep.omegas, lambda v: OMEGA_P),
+                               ("p", config.p_sweep.ps, lambda v: v)):
+        for v in values:
+            omega = v if name == "omega" else config.p_sweep.omega
+            expected = [planted.tau(p_of(v), omega, i) for i in range(config.n_seeds)]
+            assert summary[f"tau/{name}={v:g}"]["per_seed"] == pytest.approx(expected, abs=0.5)
+            assert summary[f"t_mem/{name}={v:g}"]["per_seed"] == [20, 27, 34]
 
 
 def test_overwrite_with_another_lr_resumes_nothing_of_the_old_run(tmp_path, capsys):
