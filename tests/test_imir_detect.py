@@ -1,4 +1,4 @@
-"""Circuit detection (mechjax.analysis.imir.detection.detect): planted coordinates are recovered by the
+"""Circuit detection (mechjax.analysis.imir.detection.detector): planted coordinates are recovered by the
 projection with the planted explained fraction, elimination keeps exactly what matters, units /
 circuits / canonical kinds follow the documented rules, and bad input fails in one line before
 any compute."""
@@ -10,11 +10,11 @@ import pytest
 
 from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.detection import circuits as cc
-from mechjax.analysis.imir.detection import detect as dt
+from mechjax.analysis.imir.detection import detector as dt
 from mechjax.analysis.imir.detection import explain as ex
 from mechjax.analysis.imir.manifold import project as proj
-from mechjax.analysis.imir.detection import eliminate as eliminate_mod
-from mechjax.analysis.imir.detection.eliminate import eliminate
+from mechjax.analysis.imir.detection import elimination as eliminate_mod
+from mechjax.analysis.imir.detection.elimination import eliminate
 from mechjax.tasks import blocklist as bl
 
 SPEC = bl.BlockListSpec(n_common=8, n_rare=8, n_blocks=4)

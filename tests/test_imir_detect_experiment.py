@@ -14,7 +14,7 @@ import pytest
 from experiments.imir_detect import run as rd
 from experiments.imir_detect.configs import tiny
 from mechjax.analysis.imir.manifold import basis as ib
-from mechjax.analysis.imir.detection import detect as dt
+from mechjax.analysis.imir.detection import detector as dt
 from mechjax.analysis.imir.manifold import project as proj
 from mechjax.config import ConfigError
 from mechjax.weights import save_npz

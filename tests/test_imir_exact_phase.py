@@ -4,7 +4,7 @@ import numpy as np
 
 from mechjax.analysis.imir.dynamics import grid
 from mechjax.analysis.imir.dynamics import model as exact
-from mechjax.analysis.imir.phase import diagrams as exact_phase
+from mechjax.analysis.imir.phase import diagrams
 from mechjax.tasks import blocklist as bl
 
 
@@ -38,9 +38,9 @@ def test_boundary_reads_a_planted_diagram():
     iwl = np.zeros((4, 3), bool)
     iwl[:2, 0] = True
     winner = icl.astype(int) + 2 * iwl.astype(int)
-    got = exact_phase.boundary(winner, icl, fr, fv)
+    got = diagrams.boundary(winner, icl, fr, fv)
     assert got["icl_f_r_min_per_f_v"] == [fr[2], fr[2], fr[1]]
     assert got["iwl_f_r_max_at_f_v_min"] == fr[1]
     assert (got["iwl_cells"], got["icl_cells"]) == (2, 7)
-    none = exact_phase.boundary(np.zeros((4, 3), int), np.zeros((4, 3), bool), fr, fv)
+    none = diagrams.boundary(np.zeros((4, 3), int), np.zeros((4, 3), bool), fr, fv)
     assert none["icl_f_r_min_per_f_v"] == [None] * 3 and none["iwl_f_r_max_at_f_v_min"] is None

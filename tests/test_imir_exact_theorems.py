@@ -1,4 +1,4 @@
-"""Theorems 2 and 3 on the exact reduced dynamics (``exact_theorems``): on the 4-dim
+"""Theorems 2 and 3 on the exact reduced dynamics (``theorems.four_coord``): on the 4-dim
 (alpha, beta, gamma, delta) sub-manifold the exact ICL gradient is the closed-form model's where
 the closed form's population is the exact one (f_v = 0), the in-weights parts are the coordinates
 they are said to be, and the trajectory protocol reads the first time the level is reached."""
@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from mechjax.analysis.imir.dynamics import model as exact
-from mechjax.analysis.imir.theorems import suppression as xt
+from mechjax.analysis.imir.theorems import gradient_suppression as xt
+from mechjax.analysis.imir.theorems import burstiness
 from mechjax.analysis.imir.dynamics import four_coord as rd
 from mechjax.analysis.imir.theorems import four_coord as th
 from mechjax.tasks import blocklist as bl
@@ -27,7 +28,7 @@ def model() -> exact.ExactRecall:
 
 
 def test_icl_gradient_on_the_sub_manifold_is_the_closed_form_at_f_v_0(model) -> None:
-    """At f_v = 0 ``reduced.loss`` is the exact loss restricted to the sub-manifold, so the
+    """At f_v = 0 ``dynamics.four_coord.loss`` is the exact loss restricted to the sub-manifold, so the
     gradients along alpha, beta, gamma agree to float64 rounding (b = 2, a different class set:
     ``test_theorem3_exact_is_the_closed_form_at_f_v_0``). At f_v > 0 they do not: the exact
     population has varied partners colliding with context tokens, which the closed form
@@ -70,7 +71,7 @@ def test_in_weights_parts_and_reset(model) -> None:
 
 def test_protocol_point_reproduces_the_closed_form() -> None:
     """The 4-coordinate protocol (ICL at init, delta at p_iwl = 0.999) on the exact loss: the
-    same ratio as ``theorems.theorem2_ratio`` at f_v = 0 and, at V = 128, within 1% of s.
+    same ratio as ``theorems.four_coord.theorem2_ratio`` at f_v = 0 and, at V = 128, within 1% of s.
     Theorem 2's s is a large-V statement: at V = 16 the ratio is 0.097, 0.46, 0.86 for s = 0.1,
     0.5, 1 (at s = 1 every common token's logit moves by -delta / V from the centring of C);
     the V = 16 model is checked against the closed form in the trajectory test below."""
@@ -110,7 +111,7 @@ def test_trajectory_protocol_reads_the_first_time_the_level_is_reached(model) ->
 def test_theorem3_exact_is_the_closed_form_at_f_v_0() -> None:
     """One exact model per b (the classes depend on b: 28 at b = 1, 3 at b = 2 on this spec)
     against the closed form's gradient (float32)."""
-    r = xt.theorem3_exact(SPEC, 3, INIT, 0.5, 0.0)
+    r = burstiness.theorem3(SPEC, 3, INIT, 0.5, 0.0)
     assert r["b"] == [1, 2] and r["points_in_fit"] == 2
     np.testing.assert_allclose(r["grad_gamma"], r["grad_gamma_4coord"], rtol=2e-5)
     assert r["grad_gamma"][1] > r["grad_gamma"][0] > 0

@@ -9,7 +9,7 @@ import numpy as np
 
 from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.detection import circuits as cc
-from mechjax.analysis.imir.detection import detect as dt
+from mechjax.analysis.imir.detection import detector as dt
 from mechjax.analysis.imir.detection import heads as hd
 from mechjax.analysis.imir.manifold import project as proj
 from mechjax.tasks import blocklist as bl

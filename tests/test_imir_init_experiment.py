@@ -40,7 +40,7 @@ def test_tiny_config_end_to_end(tmp_path):
     (lambda c: c.grid.update(factor_min=2.0, factor_max=1.0), "grid.factor_min=2.0"),
     (lambda c: c.trained.update(lr=3.0), "ode.t1 / trained.lr"),
     (lambda c: c.grid.update(axis_routes=["L1>L2", "L3>L1"]), "'L3>L1' is not a route"),
-    (lambda c: c.task.update(n_blocks=6, n_common=12, n_rare=12), "draw combinations"),
+    (lambda c: c.task.update(n_blocks=6, n_common=12, n_rare=12), "task.n_blocks=6: allowed 3..5"),
 ])
 def test_bad_configs_are_refused_in_one_line(change, message):
     c = tiny.get_config()

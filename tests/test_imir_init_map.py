@@ -1,9 +1,13 @@
 """Initial points, read-offs and the route Jacobian of mechjax.analysis.imir.routes.init_map."""
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from mechjax.analysis.imir.dynamics import model as exact
+from mechjax.analysis.imir.dynamics import reference as ode
 from mechjax.analysis.imir.routes import init_map as im
+from mechjax.tasks.blocklist.population import symmetric_support
 from mechjax.tasks import blocklist as bl
 
 SPEC = bl.BlockListSpec(kind="recall", n_common=6, n_rare=6, n_blocks=4)
@@ -12,6 +16,21 @@ SPEC = bl.BlockListSpec(kind="recall", n_common=6, n_rare=6, n_blocks=4)
 @pytest.fixture(scope="module")
 def problem():
     return im.route_problem(SPEC, 3, 1, {"f_r": 1.0, "f_v": 0.0})
+
+
+def test_route_field_is_the_exact_model_and_equals_the_enumerated_field(problem):
+    """The route maps integrate the exact model (pruned to the classes of positive probability
+    at the task parameters); at random points of the 3-layer manifold its field equals the
+    enumerated reference's (the engine on ``symmetric_support``, pruned alike)."""
+    tp = problem.tp()
+    assert 0 < problem.model.classes.size < exact.make(SPEC, 3, 1).classes.size
+    sup = symmetric_support(SPEC).prune(tp)
+    pop = ode.population_loss_fn(problem.basis, sup)
+    ref = ode.enumerated_field(problem.basis, pop)
+    theta = 0.3 * jax.random.normal(jax.random.key(0), (problem.basis.size,))
+    got = np.asarray(jax.jit(problem.field())(theta))
+    want = np.asarray(jax.jit(lambda th: ref(th, tp))(theta))
+    assert np.linalg.norm(got - want) < 1e-5 * np.linalg.norm(want)
 
 
 def test_map_inits_put_the_asked_values_on_the_route_units(problem):

@@ -5,7 +5,7 @@ import numpy as np
 
 from mechjax.analysis.imir.manifold import submanifold as subm
 from mechjax.analysis.imir.manifold import basis as ib
-from mechjax.analysis.imir.dynamics import solve
+from mechjax.analysis.imir.dynamics import solver as solve
 from mechjax.analysis.imir.dynamics import reference as ode
 from mechjax.analysis.imir.manifold import project as proj
 from mechjax.tasks import blocklist as bl

@@ -19,7 +19,7 @@ from mechjax.analysis.imir.manifold import submanifold as subm
 from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.dynamics import reference as ode
 from mechjax.analysis.imir.phase import four_coord as fc
-from mechjax.analysis.imir.phase import readoff as ph
+from mechjax.analysis.imir.phase import readoffs as ph
 from mechjax.analysis.imir.manifold import project as proj
 from mechjax.analysis.imir.dynamics import four_coord as rd
 from mechjax.analysis.imir.theorems import four_coord as th

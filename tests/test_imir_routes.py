@@ -1,4 +1,4 @@
-"""Route naming and winner classification (mechjax.analysis.imir.routes.induction_routes) on planted circuits."""
+"""Route naming and winner classification (mechjax.analysis.imir.routes.route_units) on planted circuits."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 from mechjax.analysis.imir.manifold import submanifold as subm
 from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.routes import init_map as im
-from mechjax.analysis.imir.routes import induction_routes as rt
+from mechjax.analysis.imir.routes import route_units as rt
 from mechjax.tasks import blocklist as bl
 
 SPEC = bl.BlockListSpec(kind="recall", n_common=6, n_rare=6, n_blocks=4)

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax.analysis.imir.dynamics import solve
+from mechjax.analysis.imir.dynamics import solver as solve
 
 
 def decay(theta, k):

@@ -7,7 +7,7 @@ import pytest
 from conftest import assert_refused_before_writing
 from experiments.imir_phase import run
 from experiments.imir_phase.configs import tiny
-from mechjax.analysis.imir.phase import readoff as ph
+from mechjax.analysis.imir.phase import readoffs as ph
 from mechjax.analysis.imir.cells import standard as sc
 from mechjax.plots import imir as plots
 from mechjax.tasks import blocklist as bl

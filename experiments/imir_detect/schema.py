@@ -46,7 +46,7 @@ SCHEMA = Schema(
     recall_iwl=_setting("2-layer associative recall, in-weights data (delta)"),
     khop=_setting("2-hop induction in 5 layers"),
     detect=Section(
-        "the detector (mechjax.analysis.imir.detection.detect)",
+        "the detector (mechjax.analysis.imir.detection.detector)",
         batch_size=integer("sequences whose loss drives the elimination"),
         eval_size=integer("held-out sequences the accuracies are read on"),
         exact_max=integer("exact greedy at or below this many active coordinates"),

@@ -1,6 +1,6 @@
 """Which induction route wins from which initialization (issue 15 part 1; SPEC 3.5), in a
 3-layer attention-only IMIR model on associative recall: routes L1>L2, L1>L3, L2>L3 (previous-
-token head, match head; ``mechjax.analysis.imir.routes.induction_routes``).
+token head, match head; ``mechjax.analysis.imir.routes.route_units``).
 
 Data flow: config -> build (every check; the route problem: frame, basis, routes, exact
 population) -> winner map (the exact reduced ODE from a grid of route-unit inits at several
@@ -21,7 +21,7 @@ import numpy as np
 
 from mechjax import experiment
 from mechjax.analysis.imir.routes import init_map as im
-from mechjax.analysis.imir.routes import induction_routes as rt
+from mechjax.analysis.imir.routes import route_units as rt
 from mechjax.config import ConfigError
 from mechjax.io import write_json, write_npz
 from mechjax.plots import imir_init as plots

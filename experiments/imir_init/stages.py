@@ -1,7 +1,7 @@
 """The stages of ``experiments.imir_init.run``: each solves, trains or explains one thing, adds
 its numbers to ``summary`` and its arrays to ``metrics``.
 
-Each takes ``c`` (the checked config's sections, ``run.build``) and the ``RouteProblem``.
+Each takes ``c`` (the checked config's sections, ``config_checks.build``) and the ``RouteProblem``.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechjax.analysis.imir.routes import init_map as im
-from mechjax.analysis.imir.routes import induction_routes as rt
+from mechjax.analysis.imir.routes import route_units as rt
 from mechjax.sweep import log
 
 
@@ -26,7 +26,7 @@ def _route_index(pb: im.RouteProblem, name: str) -> int:
 
 def grid_inits(c: dict, pb: im.RouteProblem) -> dict:
     """The map's initial points: route units at each scale, the axis routes' match units at
-    ``scale * factor`` (``init_map.map_inits``)."""
+    ``scale * factor`` (``routes.init_map.map_inits``)."""
     g = c["grid"]
     axes = tuple(_route_index(pb, r) for r in g["axis_routes"])
     factors = np.linspace(g["factor_min"], g["factor_max"], g["n"])
@@ -148,7 +148,7 @@ def _pick_loser_cell(grid: dict) -> int | None:
 def interaction(c: dict, pb: im.RouteProblem, grid: dict, summary: dict, metrics: dict,
                 ) -> dict | None:
     """Along the trajectory of a cell where the largest-initial route loses: the route units'
-    Jacobian and each route's drive on each route's match growth (``init_map.route_drive``)."""
+    Jacobian and each route's drive on each route's match growth (``routes.init_map.route_drive``)."""
     cell = _pick_loser_cell(grid)
     if cell is None:
         summary["interaction"] = None

@@ -1,5 +1,5 @@
 """Old vs new ODE integration for IMIR (issue 12 item 7), side by side: the hand-written fixed-step
-RK4 the library used before (kept here only as the comparison) against ``imir.solve`` (diffrax,
+RK4 the library used before (kept here only as the comparison) against ``dynamics.solver`` (diffrax,
 adaptive Tsit5 with error control), on
 
   grid   the 4-coordinate reduced ODE on the ``imir_phase`` CPU grid (``configs/cpu.py``: 64 x 64
@@ -24,7 +24,7 @@ from experiments.imir_phase.configs import cpu
 from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.dynamics import reference as ode
 from mechjax.analysis.imir.dynamics import four_coord as rd
-from mechjax.analysis.imir.dynamics import solve
+from mechjax.analysis.imir.dynamics import solver as solve
 from mechjax.analysis.imir.measure import TINY
 from mechjax.tasks import blocklist as bl
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from mechjax.analysis.imir.cells import standard as std_cells
 from mechjax.analysis.imir.cells import theory as imir_cells
-from mechjax.analysis.imir.phase import readoff as ph
+from mechjax.analysis.imir.phase import readoffs as ph
 from mechjax.sweep import log
 from mechjax.timing import load_average
 
@@ -70,7 +70,7 @@ def theory_cells(c: dict, ex: dict, summary: dict, metrics: dict) -> dict:
 def standard_cells(c: dict, ex: dict, summary: dict, metrics: dict,
                    workdir: str | None = None) -> dict:
     """The straddling cells of ``theory_cells`` (``validate.seed``'s pick: the same cells when
-    ``n_cells`` agree) trained as the standard architecture (``standard_cells``; ``workdir``:
+    ``n_cells`` agree) trained as the standard architecture (``cells.standard``; ``workdir``:
     the sweep resumes there), all cells x seeds in one program: winner agreement with the exact
     diagram over every (cell, seed) run, per-seed winners and their per-cell majority."""
     vs, o = c["validate_standard"], c["ode"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mechjax.analysis.imir.phase import readoff as ph
+from mechjax.analysis.imir.phase import readoffs as ph
 from mechjax.tasks import blocklist as bl
 
 

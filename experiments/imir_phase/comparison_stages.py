@@ -2,7 +2,7 @@
 stages are ``stages``): each solves, trains or checks one thing, adds
 its numbers to ``summary`` and its arrays to ``metrics``, and saves its figures.
 
-Each takes ``c``, the checked config's objects (``run.build``).
+Each takes ``c``, the checked config's objects (``config_checks.build``).
 """
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from mechjax.analysis.imir.cells import theory as imir_cells
 from mechjax.analysis.imir.phase import four_coord as fc
 from mechjax.analysis.imir.manifold import confinement as cf
 from mechjax.analysis.imir import measure
-from mechjax.analysis.imir.phase import readoff as ph
+from mechjax.analysis.imir.phase import readoffs as ph
 from mechjax.analysis.imir.manifold import project as proj
 from mechjax.analysis.imir.dynamics import four_coord as rd
-from mechjax.analysis.imir.dynamics import solve
+from mechjax.analysis.imir.dynamics import solver as solve
 from mechjax.analysis.imir.theorems import four_coord as th
 from mechjax.plots import imir as plots
 from mechjax.plots.save import save_figure
@@ -82,7 +82,7 @@ def bfr_diagram(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> dic
 
 
 def theorem_checks(c: dict, t_ode: np.ndarray, frfv: dict, summary: dict) -> tuple[dict, dict]:
-    """Theorems 2 and 3 (``theorems``); returns the rows and series to plot."""
+    """Theorems 2 and 3 (``theorems.four_coord``); returns the rows and series to plot."""
     t2, t3 = c["theorem2"], c["theorem3"]
     grid = {"t": t_ode, "out": frfv["out"], "f_r": frfv["FR"], "f_v": frfv["FV"],
             "b": c["task"]["b"]}

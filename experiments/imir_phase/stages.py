@@ -2,7 +2,7 @@
 checks, trained cells, sizes, theorems): each solves, trains or checks one thing, adds
 its numbers to ``summary`` and its arrays to ``metrics``, and saves its figures.
 
-Each takes ``c``, the checked config's objects (``run.build``).
+Each takes ``c``, the checked config's objects (``config_checks.build``).
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import numpy as np
 
 from mechjax.analysis.imir.dynamics import grid
 from mechjax.analysis.imir.dynamics import model as exact
-from mechjax.analysis.imir.phase import diagrams as exact_phase
-from mechjax.analysis.imir.phase import readoff as ph
+from mechjax.analysis.imir.phase import checks, diagrams
+from mechjax.analysis.imir.phase import readoffs as ph
 from mechjax.plots import imir as plots
 from mechjax.plots.save import save_figure
 from mechjax.sweep import log
@@ -72,7 +72,7 @@ def bfr_diagram(c: dict, summary: dict, metrics: dict) -> dict:
     t = np.linspace(0.0, float(e["t1"]), e["n_save"] + 1)
     spec = spec_of({**eb, "b": 1})
     log(f"imir_phase: (b, f_r) grid, exact dynamics, b = 1..{b_ax[-1]}, T={spec.seq_len}")
-    out, secs = exact_phase.b_grid(spec, o["init"], b_ax, fr_ax, eb["f_v"], float(e["t1"]),
+    out, secs = diagrams.b_grid(spec, o["init"], b_ax, fr_ax, eb["f_v"], float(e["t1"]),
                                    e["n_save"], e["rtol"], first_step(e["t1"], e["n_steps"]),
                                    **grid_settings(e))
     ro = ph.readoff(out, t, o["threshold"])
@@ -88,12 +88,12 @@ def model_checks(c: dict, summary: dict) -> None:
     spec = spec_of({**ec, "b": 1})
     cells = np.linspace(0.0, 1.0, ec["n_cells"])
     log(f"exact dynamics vs the enumerated full-manifold ODE on {ec['n_cells']} cells")
-    r = exact_phase.vs_full_ode(spec, o["init"], cells, cells[::-1] * 0.8, float(ec["t1"]),
+    r = checks.vs_full_ode(spec, o["init"], cells, cells[::-1] * 0.8, float(ec["t1"]),
                                 ec["n_save"], first_step(ec["t1"], e["n_steps"]))
     summary["exact_vs_full_ode/max_rel_deviation"] = r["max_rel_deviation"]
     summary["exact_vs_full_ode/detail"] = r
     log(f"exact dynamics vs SGD (batch {es['batch_size']}, {es['steps']} steps)")
-    s = exact_phase.vs_sgd(spec_of(e), o["init"], es["f_r"], es["f_v"], float(es["lr"]),
+    s = checks.vs_sgd(spec_of(e), o["init"], es["f_r"], es["f_v"], float(es["lr"]),
                            es["steps"], es["n_save"], es["batch_size"], es["seed"],
                            first_step(es["steps"] * es["lr"], e["n_steps"]))
     summary["ode_vs_training/max_rel_deviation"] = s["until_90"]["norm"]
@@ -121,7 +121,7 @@ def figures(c: dict, fig_dir: str, metrics: dict, ex: dict, exb: dict,
 
 def sizes_scan(c: dict, summary: dict, metrics: dict, fig_dir: str) -> None:
     """The exact (f_r, f_v) diagram at several sizes (vocabulary V and context T, each on its own
-    grid): where ICL starts and IWL ends, per size (``exact_phase.boundary``). The class count,
+    grid): where ICL starts and IWL ends, per size (``diagrams.boundary``). The class count,
     and so the cost, does not grow with V but grows steeply with T (46 classes at 3 blocks, 951
     at 4)."""
     e, g, o = c["exact"], c["grid"], c["ode"]
@@ -145,7 +145,7 @@ def sizes_scan(c: dict, summary: dict, metrics: dict, fig_dir: str) -> None:
         sb = e["b"] * ph.s_factor(FR, FV)
         contour = ph.contour_agreement(sb, icl)
         summary[f"boundary/{name}"] = {
-            **exact_phase.boundary(winner, icl, fr_ax, fv_ax), "V": spec.n_tokens,
+            **diagrams.boundary(winner, icl, fr_ax, fv_ax), "V": spec.n_tokens,
             "T": spec.seq_len, "n_classes": model.classes.size, "n_coords": model.n_coords,
             "cells_per_axis": n, "winner_counts": ph.winner_counts(winner),
             "contour_sb": contour, "p_iwl_max": float(ro["p_iwl"].max()),

@@ -7,7 +7,9 @@ import time
 import numpy as np
 
 from mechjax.analysis.imir.dynamics import model as exact
-from mechjax.analysis.imir.theorems import suppression as xt
+from mechjax.analysis.imir.theorems import gradient_suppression as xt
+from mechjax.analysis.imir.theorems import burstiness
+from mechjax.analysis.imir.theorems import emergence_order as emergence
 from mechjax.sweep import log
 from mechjax.timing import load_average
 
@@ -26,7 +28,7 @@ def _iwl_digest(rows: list[dict]) -> list[dict]:
 def theorems(c: dict, summary: dict, metrics: dict) -> None:
     """Theorem 2 along exact trajectories and at the 4-coordinate protocol point, Theorem 3's
     linearity in b on the exact classes, and the emergence order of (alpha, beta, gamma, delta)
-    in the exact dynamics and in full training (``exact_theorems``), on the exact grid's spec."""
+    in the exact dynamics and in full training (``theorems.four_coord``), on the exact grid's spec."""
     e, o, x, t = c["exact"], c["ode"], c["exact_theorems"], c["task"]
     spec = spec_of(e)
     model = exact.make(spec)
@@ -68,7 +70,7 @@ def theorems(c: dict, summary: dict, metrics: dict) -> None:
     t3 = c["theorem3"]
     log(f"exact theorems: Theorem 3, n_blocks={x['t3_n_blocks']}, load {load_average()}")
     t0 = time.perf_counter()
-    r3 = xt.theorem3_exact(spec, x["t3_n_blocks"], o["init"], t3["f_r"], t3["f_v"])
+    r3 = burstiness.theorem3(spec, x["t3_n_blocks"], o["init"], t3["f_r"], t3["f_v"])
     summary.update({
         "theorem3_exact/slope_vs_b": r3["fit_gamma"]["slope"],
         "theorem3_exact/r2": r3["fit_gamma"]["r2"], "theorem3_exact/r2_beta": r3["fit_beta"]["r2"],
@@ -83,7 +85,7 @@ def theorems(c: dict, summary: dict, metrics: dict) -> None:
     log(f"exact theorems: emergence at f_r={t['f_r_ref']}, f_v={t['f_v_ref']} (exact ODE and "
         f"{x['steps']} SGD steps), load {load_average()}")
     t0 = time.perf_counter()
-    em = xt.emergence(model, o["init"], ref[0], ref[1], float(x["lr"]), x["steps"],
+    em = emergence.emergence(model, o["init"], ref[0], ref[1], float(x["lr"]), x["steps"],
                       x["n_save_train"], x["batch_size"], x["eval_size"], x["seed"], x["rtol"],
                       exact_traj=(solved["t"], solved["theta"][n]),
                       four_coord=x["four_coord_reference"])

@@ -1,11 +1,9 @@
 """The numbers quoted in docs/imir.md: confinement (exact, Monte Carlo, broken symmetries), the
 reduced ODE against full gradient descent, and the 4-coordinate sub-manifold against full
-training. ``python -m mechjax.analysis.imir.measure [confinement|ode|abgd ...]`` prints JSON.
+training (library; ``python -m experiments.imir_measure [confinement|ode|abgd ...]`` prints them).
 """
 from __future__ import annotations
 
-import json
-import sys
 import time
 
 import jax
@@ -17,7 +15,7 @@ from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.manifold import confinement as cf
 from mechjax.analysis.imir.dynamics import reference as ode
 from mechjax.analysis.imir.manifold import project as proj
-from mechjax.analysis.imir.dynamics import solve
+from mechjax.analysis.imir.dynamics import solver as solve
 from mechjax.tasks import blocklist as bl
 
 TINY = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3, f_r=0.4, f_v=0.2)
@@ -91,7 +89,7 @@ def ode_vs_gd(spec: bl.BlockListSpec = TINY, t1: float = 400.0, lr: float = 0.2,
               n_save: int = 40, init_scale: float = 0.1, seed: int = 0,
               n_init: int = 1, return_trajectories: bool = False) -> dict:
     """Reduced ODE (full basis) vs gradient descent on every weight, from the same points.
-    ``return_trajectories`` adds ``trajectories`` (first start: ``t``, ``ode``/``gd`` coordinates
+    ``return_trajectories`` adds ``trajectories`` (first start: ``t``, ``dynamics.reference``/``gd`` coordinates
     ``[n_save + 1, n]``, and the 4 coordinates largest at the end as ``ode_top``/``gd_top``)."""
     tp = {k: jnp.float32(v) for k, v in spec.default_params().items()}
     support = bl.enumerate_support(spec).prune(tp)
@@ -180,16 +178,3 @@ def abgd_vs_full(spec: bl.BlockListSpec = TINY, t1: float = 400.0, lr: float = 0
             "emergence_abgd": emergence(sub_traj), "emergence_full_training": emergence(gd_sub),
             "full_training_off_abgd_fraction_final": float(off_frac[-1]),
             "top_helper_coordinates": {bn[i]: float(off[-1, i]) for i in helpers}}
-
-
-def main(argv: list[str]) -> None:
-    jobs = {"confinement": confinement, "ode": ode_vs_gd, "abgd": abgd_vs_full}
-    for name in argv or list(jobs):
-        t = time.time()
-        res = jobs[name]()
-        res["seconds"] = time.time() - t
-        print(json.dumps({name: res}, indent=1, default=float), flush=True)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

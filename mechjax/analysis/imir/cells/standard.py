@@ -10,7 +10,7 @@ winners carry over to an ordinary transformer. Attention is non-causal, as in th
 
 All cells x seeds are one compiled program: ``make_train`` + ``run_sweep`` with the cells as
 traced hyperparameters ``task.f_r``, ``task.f_v``. The read-offs at every evaluation are the
-exact dynamics' (``exact``): ``p_rare`` / ``acc_rare`` mean target probability / argmax accuracy
+exact dynamics' (``dynamics.model``): ``p_rare`` / ``acc_rare`` mean target probability / argmax accuracy
 with the relevant item rare and the distractors at the cell's law (``cells.eval_pool`` with
 ``rare_relevant``), ``p_iwl`` / ``acc_iwl`` the probability / argmax accuracy of ``C(a)`` on
 common faithful queries (``f_r = f_v = 0``) whose relevant block was replaced by a distractor
@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir.phase import readoff as ph
+from mechjax.analysis.imir.phase import readoffs as ph
 from mechjax.analysis.imir.cells.theory import eval_pool
 from mechjax.config import ModelConfig
 from mechjax.model import forward

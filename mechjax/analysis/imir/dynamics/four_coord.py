@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln, xlogy
 
-from mechjax.analysis.imir.dynamics import solve
+from mechjax.analysis.imir.dynamics import solver as solve
 
 NAMES = ("alpha", "beta", "gamma", "delta")
 
@@ -231,7 +231,7 @@ def field(sizes: RecallSizes):
 def integrate(sizes: RecallSizes, theta0: jax.Array, b, f_r, f_v, t1: float, n_save: int,
               rtol: float = solve.RTOL, atol: float = solve.ATOL, dt0: float | None = None,
               ) -> jax.Array:
-    """The reduced flow from ``theta0`` to ``t1`` (``imir.solve``: adaptive, error-controlled);
+    """The reduced flow from ``theta0`` to ``t1`` (``dynamics.solver``: adaptive, error-controlled);
     states ``[n_save + 1, 4]`` at equal times. ``jax.vmap`` over any of ``theta0``, ``b``,
     ``f_r``, ``f_v`` for a grid."""
     f = field(sizes)

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.analysis.imir.dynamics import solve
+from mechjax.analysis.imir.dynamics import solver as solve
 from mechjax.analysis.imir.dynamics.model import ExactRecall, abgd_init
 
 
@@ -29,7 +29,7 @@ def solve_cells(model: ExactRecall, theta0, f_r, f_v, t1: float, n_save: int,
                 dt0: float | None = None, solver: str = "tsit5") -> dict[str, np.ndarray]:
     """The exact reduced ODE from ``theta0 [n]`` for every cell ``(f_r[c], f_v[c])`` (one jitted
     ``vmap``): ``theta [G, n_save + 1, n]`` and the ``readouts`` ``[G, n_save + 1]``. Raises
-    when a cell does not reach ``t1`` within ``solve.MAX_STEPS`` steps."""
+    when a cell does not reach ``t1`` within ``solver.MAX_STEPS`` steps."""
     f_r, f_v = np.ravel(f_r), np.ravel(f_v)
     fn = cells_solver(model, t1, n_save, rtol, atol, dt0, solver=solver, dtype=dtype,
                       size=padded_size(f_r.size))
@@ -68,7 +68,7 @@ def cells_solver(model: ExactRecall, t1: float, n_save: int, rtol: float = solve
                  dtype=jnp.float32) -> CellsSolver:
     """The compiled solve of ``size`` cells (compiled apart from the solve, so its time can be
     measured). ``keep_theta=False`` returns the read-offs and the final state only.
-    ``max_steps``: a step cap per cell (``solve.solve_capped``); the output then has ``done
+    ``max_steps``: a step cap per cell (``solver.solve_capped``); the output then has ``done
     [G]``, False for the cells the cap stopped (their read-offs are not to be used), and
     ``steps [G]``, the solver steps each took (rejected ones included).
 

@@ -1,1 +1,9 @@
-"""IMIR: forward."""
+"""Forward passes of the IMIR model: the readout loss through the engine (``loss``), the forward
+pass in manifold coordinates (``coordinates``) and the truncated populated-path forward
+(``truncated``)."""
+from mechjax.analysis.imir.forward.coordinates import Features, class_losses, features, logits
+from mechjax.analysis.imir.forward.loss import readout_accuracy, readout_loss
+from mechjax.analysis.imir.forward.truncated import TruncatedTrainer, truncated_forward
+
+__all__ = ["Features", "TruncatedTrainer", "class_losses", "features", "logits",
+           "readout_accuracy", "readout_loss", "truncated_forward"]

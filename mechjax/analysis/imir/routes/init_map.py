@@ -24,9 +24,9 @@ from mechjax.analysis.imir.manifold import submanifold as subm
 from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.dynamics import model as exact
 from mechjax.analysis.imir.manifold import project as proj
-from mechjax.analysis.imir.routes import induction_routes as rt
+from mechjax.analysis.imir.routes import route_units as rt
 from mechjax.analysis.imir.cells import sgd
-from mechjax.analysis.imir.dynamics import solve
+from mechjax.analysis.imir.dynamics import solver as solve
 from mechjax.analysis.imir.forward.loss import readout_loss
 from mechjax.tasks import blocklist as bl
 

@@ -1,5 +1,5 @@
 """Theorems 2 and 3 of the IMIR paper, checked numerically on the closed-form 4-coordinate model
-(``reduced``; derivations: docs/imir.md, section 6).
+(``dynamics.four_coord``; derivations: docs/imir.md, section 6).
 
 Theorem 2 (ICL gradient suppression by in-weights learning): the ICL gradient with the
 in-weights association formed is ``s = f_r + (1 - f_r) f_v`` times the gradient without it.
@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechjax.analysis.imir.dynamics import four_coord as rd
-from mechjax.analysis.imir.phase.readoff import nearest_cells, s_factor
+from mechjax.analysis.imir.phase.readoffs import nearest_cells, s_factor
 
 
 def icl_gradient(sizes: rd.RecallSizes, theta, b, f_r, f_v) -> jax.Array:
@@ -35,7 +35,7 @@ def _icl_grad(sizes: rd.RecallSizes):
 
 def delta_for_p_iwl(sizes: rd.RecallSizes, p: float) -> float:
     """The ``delta`` at which the in-weights readout gives ``C(a)`` probability ``p`` (bisection
-    on the monotone ``reduced.p_iwl``)."""
+    on the monotone ``dynamics.four_coord.p_iwl``)."""
     v = sizes.vocab
 
     def p_of(d):  # reduced.p_iwl in float64 numpy

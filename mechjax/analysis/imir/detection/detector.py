@@ -36,7 +36,7 @@ from mechjax.analysis.imir.detection import heads as hd
 from mechjax.analysis.imir.manifold import project as proj
 from mechjax.analysis.imir.forward import truncated as tr
 from mechjax.analysis.imir.manifold.basis import Basis, fixed_params, imir_config
-from mechjax.analysis.imir.detection.eliminate import Elimination, Staged, eliminate
+from mechjax.analysis.imir.detection.elimination import Elimination, Staged, eliminate
 from mechjax.analysis.imir.forward.loss import readout_accuracy, readout_loss
 
 Batch = Mapping[str, jax.Array]

@@ -191,10 +191,7 @@ def eliminate(loss: LossOfTheta, theta: jax.Array, tau: float, *,
     order: list[int] = []
     after: list[float] = []
     if n > exact_max:
-        removed, val = _bulk(ev, mask, size, loss0 + bulk_fraction * tau)
-        mask[removed] = False
-        order += removed.tolist()
-        after += [np.nan] * (len(removed) - 1) + ([val] if len(removed) else [])
+        _remove_at_once(mask, order, after, *_bulk(ev, mask, size, loss0 + bulk_fraction * tau))
     n_accepted, table, age = None, None, refresh
     while mask.any():
         active = np.flatnonzero(mask)
@@ -211,9 +208,7 @@ def eliminate(loss: LossOfTheta, theta: jax.Array, tau: float, *,
                     current = after[-1] if after and not np.isnan(after[-1]) else loss0
                     removed, val = _bulk(ev, mask, table, current + cost_bulk * (budget - current))
                     if len(removed) > 1:   # one removal is what the greedy step does anyway
-                        mask[removed] = False
-                        order += removed.tolist()
-                        after += [np.nan] * (len(removed) - 1) + [val]
+                        _remove_at_once(mask, order, after, removed, val)
                         age = refresh       # re-measure what is left before going on
                         continue
             fresh = age == 0
@@ -238,10 +233,17 @@ def eliminate(loss: LossOfTheta, theta: jax.Array, tau: float, *,
             table[cand[j]] = np.inf
         order.append(int(cand[j]))
         after.append(float(costs[j]))
-    if n_accepted is None:
-        n_accepted = len(order)
+    n_accepted = len(order) if n_accepted is None else n_accepted
     kept = np.ones(n, bool)
     kept[order[:n_accepted]] = False
     return Elimination(kept=kept, order=np.asarray(order, int), loss_after=np.asarray(after),
                        n_accepted=n_accepted, loss_start=loss0, budget=budget,
                        n_evals=ev.n_evals)
+
+
+def _remove_at_once(mask: np.ndarray, order: list[int], after: list[float], removed: np.ndarray,
+                    val: float) -> None:
+    """Record a joint removal (``_bulk``): the loss is known after the last one only."""
+    mask[removed] = False
+    order += removed.tolist()
+    after += [np.nan] * (len(removed) - 1) + ([val] if len(removed) else [])

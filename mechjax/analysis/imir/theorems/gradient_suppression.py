@@ -1,13 +1,14 @@
-"""Theorems 2 and 3 of the IMIR paper and the emergence order of the induction coordinates, on
-the exact reduced dynamics of every manifold coordinate (``exact``; docs/imir.md, section 9),
-where ``theorems`` checks them on the closed-form 4-coordinate model (``reduced``).
+"""Theorem 2 of the IMIR paper (ICL-gradient suppression by in-weights learning) on the exact
+model of every manifold coordinate (``dynamics.model``; docs/imir.md, section 9), where
+``theorems.four_coord`` checks it on the closed-form 4-coordinate model; Theorem 3 on the exact
+classes is ``theorems.burstiness``, the emergence order ``theorems.emergence``.
 
 The ICL gradient at a full-coordinate point ``theta`` is the loss derivative along the
 (alpha, beta, gamma) directions of ``submanifold.abgd_coordinates``, ``-(phi[:3] @ grad_theta L)``
 (``icl_gradient``). On the 4-dim sub-manifold ``theta = (alpha, beta, gamma, delta) @ phi`` this
-is ``theorems.icl_gradient`` of the same spec whenever the exact loss restricted to the
-sub-manifold is ``reduced.loss``: that holds at ``f_v = 0``; at ``f_v > 0`` the exact population
-also has varied partners that collide with a context token, which ``reduced``'s ideal population
+is ``theorems.four_coord.icl_gradient`` of the same spec whenever the exact loss restricted to the
+sub-manifold is ``dynamics.four_coord.loss``: that holds at ``f_v = 0``; at ``f_v > 0`` the exact population
+also has varied partners that collide with a context token, which ``dynamics.four_coord``'s ideal population
 excludes, so the two differ by a few per cent there (measured in
 tests/test_imir_exact_theorems.py).
 
@@ -25,7 +26,6 @@ The in-weights part of ``theta`` (``IWL_PARTS``, ``in_weights_indices``):
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import Sequence
 
@@ -36,16 +36,12 @@ import numpy as np
 from mechjax.analysis.imir.dynamics import grid
 from mechjax.analysis.imir.manifold import submanifold as subm
 from mechjax.analysis.imir.manifold import basis as ib
-from mechjax.analysis.imir.cells import theory as imir_cells
-from mechjax.analysis.imir.phase import four_coord as fc
 from mechjax.analysis.imir.dynamics import model as exact
-from mechjax.analysis.imir.phase import readoff as ph
+from mechjax.analysis.imir.phase import readoffs as ph
 from mechjax.analysis.imir.dynamics import four_coord as rd
 from mechjax.analysis.imir.theorems import four_coord as th
-from mechjax.tasks import blocklist as bl
 
 IWL_PARTS = ("delta", "direct", "assoc")
-ORDER_NAMES = ("alpha", "beta", "gamma", "delta")
 
 
 def in_weights_indices(basis: ib.Basis, part: str) -> np.ndarray:
@@ -201,10 +197,10 @@ def prediction_errors(rows: Sequence[dict]) -> dict:
 def theorem2_protocol_point(model: exact.ExactRecall, init_sub: Sequence[float], p_iwl: float,
                             settings: Sequence[tuple[float, float]]) -> dict:
     """The 4-coordinate protocol on the exact loss: ICL at ``init_sub[:3]``, ``delta`` at the
-    value where ``reduced.p_iwl`` is ``p_iwl`` (``theorems.delta_for_p_iwl`` on the model's
+    value where ``dynamics.four_coord.p_iwl`` is ``p_iwl`` (``theorems.four_coord.delta_for_p_iwl`` on the model's
     spec), against ``delta = init_sub[3]``; every other coordinate 0 (the sub-manifold). Per
-    setting the exact ``ratio_gamma`` and ``theorems.theorem2_ratio`` on the same spec (equal
-    where the exact loss restricted to the sub-manifold is ``reduced.loss``, i.e. ``f_v = 0``).
+    setting the exact ``ratio_gamma`` and ``theorems.four_coord.theorem2_ratio`` on the same spec (equal
+    where the exact loss restricted to the sub-manifold is ``dynamics.four_coord.loss``, i.e. ``f_v = 0``).
     """
     sizes = rd.RecallSizes.from_spec(model.spec)
     d = th.delta_for_p_iwl(sizes, p_iwl)
@@ -225,99 +221,3 @@ def theorem2_protocol_point(model: exact.ExactRecall, init_sub: Sequence[float],
     return {"delta": d, "p_iwl": float(p_iwl), "rows": rows,
             "max_abs_diff": max(r["abs_diff"] for r in rows),
             "max_abs_diff_f_v_0": max(at0) if at0 else None}
-
-
-def theorem3_exact(spec: bl.BlockListSpec, n_blocks: int, point_sub: Sequence[float],
-                   f_r: float, f_v: float) -> dict:
-    """The exact ICL gradient (``-dL/dgamma``, ``-dL/dbeta``) against burstiness
-    ``b = 1 .. n_blocks - 1`` at the fixed sub-manifold point ``point_sub`` (the spec's
-    vocabulary, ``n_blocks`` blocks; one exact model per ``b``: the classes depend on it),
-    with ``theorems.linear_fit`` and the 4-coordinate gradient on the same sizes. With
-    ``n_blocks = 3`` the fit has two points and holds by construction."""
-    bs = list(range(1, n_blocks))
-    grads, n_classes = [], []
-    for b in bs:
-        m = exact.make(dataclasses.replace(spec, n_blocks=n_blocks, burstiness=b))
-        grads.append(icl_gradient(m, exact.abgd_init(m, point_sub), f_r, f_v))
-        n_classes.append(int(m.classes.size))
-    g = np.array(grads)
-    four = th.theorem3(rd.RecallSizes(spec.n_common, spec.n_rare, n_blocks), point_sub[:3],
-                       point_sub[3], bs, f_r, f_v)
-    fit_g = th.linear_fit(bs, g[:, 2])
-    return {"b": bs, "n_blocks": n_blocks, "n_classes": n_classes,
-            "grad_gamma": g[:, 2].tolist(), "grad_beta": g[:, 1].tolist(),
-            "grad_alpha": g[:, 0].tolist(), "fit_gamma": fit_g,
-            "fit_beta": th.linear_fit(bs, g[:, 1]),
-            "max_rel_residual_gamma": float(np.max(np.abs(
-                g[:, 2] - (fit_g["slope"] * np.array(bs) + fit_g["intercept"])))
-                / np.max(np.abs(g[:, 2]))),
-            "grad_gamma_4coord": four["grad_gamma"], "fit_gamma_4coord": four["fit_gamma"],
-            "distractor_blocks_at_b_max": n_blocks - 1 - bs[-1],
-            "points_in_fit": len(bs)}
-
-
-def _order(times: dict[str, float]) -> dict:
-    """Emergence order over ``ORDER_NAMES`` (those that never moved listed apart)."""
-    order = ph.emergence_order(times, ORDER_NAMES)
-    return {"order": [n for n in order if np.isfinite(times[n])],
-            "never": [n for n in order if not np.isfinite(times[n])],
-            "times": {n: (float(times[n]) if np.isfinite(times[n]) else None)
-                      for n in ORDER_NAMES}}
-
-
-def emergence(model: exact.ExactRecall, init_sub: Sequence[float], f_r: float, f_v: float,
-              lr: float, steps: int, n_save: int, batch_size: int, eval_size: int,
-              seed: int = 0, rtol: float = 1e-3,
-              exact_traj: tuple[np.ndarray, np.ndarray] | None = None,
-              four_coord: bool = True) -> dict:
-    """The emergence times and order of (alpha, beta, gamma, delta) from the same point
-    ``init_sub``, at one cell ``(f_r, f_v)``, up to ``t1 = steps * lr``:
-
-    * exact reduced dynamics: the full-coordinate trajectory at ``n_save + 1`` equal times (or
-      ``exact_traj = (t, theta [n_t, n])``, a solve of the same cell from the same point over at
-      least ``t1``, read on its own times up to ``t1``), projected on the four directions with
-      ``submanifold.abgd_projector`` (the Gram-weighted projection);
-    * full training: ``cells.train_cells`` (every ``W_KQ`` and ``W_U`` entry, SGD at ``lr``,
-      fresh batches of ``batch_size``; time ``step * lr``), projected by the same projector;
-    * with ``four_coord``, the 4-coordinate closed form on the same spec, for reference.
-
-    Emergence of a coordinate is ``phase.departure_times`` at ``phase.readoff.EMERGENCE_LEVEL`` (the
-    first time it has moved that far from its initial value, linear interpolation between
-    saved times), as ``phase.four_coord.reference_emergence``.
-    """
-    t1 = float(steps) * float(lr)
-    t = np.linspace(0.0, t1, n_save + 1)
-    if exact_traj is None:
-        ex = solve_settings(model, init_sub, [(f_r, f_v)], t1, n_save, rtol)
-        t_ex, th_ex = t, ex["theta"][0]
-    else:
-        t_ex, th_ex = (np.asarray(a, np.float64) for a in exact_traj)
-        if t_ex[-1] < t1 * (1 - 1e-9):
-            raise ValueError(f"exact_traj ends at t={t_ex[-1]}, before steps * lr = {t1}")
-        keep = t_ex <= t1 * (1 + 1e-9)
-        t_ex, th_ex = t_ex[keep], th_ex[keep]
-    sub_exact = th_ex @ subm.abgd_projector(model.basis).T
-    tr = imir_cells.train_cells(model.spec, init_sub, np.array([f_r]), np.array([f_v]),
-                                float(lr), steps, n_save, batch_size, eval_size, seed,
-                                rare_pool="cell")  # p_rare unused; the grid cells' program
-    sub_train = tr["theta"][0].astype(np.float64)
-    runs = [("exact", t_ex, sub_exact), ("trained", t, sub_train)]
-    if four_coord:
-        four = fc.solve_grid(rd.RecallSizes.from_spec(model.spec), init_sub,
-                             model.spec.burstiness, f_r, f_v, t1, n_save)
-        runs.append(("four_coord", t, np.asarray(four["theta"][0], np.float64)))
-    lvl = ph.EMERGENCE_LEVEL
-    res = {name: _order(ph.departure_times(tt, sub, lvl, ORDER_NAMES)) for name, tt, sub in runs}
-    # the exact trajectory at the training's saved times (linear between its own)
-    at_t = np.stack([np.interp(t, t_ex, sub_exact[:, j]) for j in range(4)], 1)
-    dev = np.linalg.norm(sub_train - at_t, axis=1) / np.linalg.norm(at_t, axis=1)
-    return {**res, "t": t.tolist(), "t_exact": t_ex.tolist(), "f_r": float(f_r),
-            "f_v": float(f_v), "t1": t1,
-            "trained_vs_exact_max_rel_deviation_abgd": float(dev.max()),
-            **{f"theta_{name}": sub for name, _, sub in runs},
-            "definition": (
-                f"first time a coordinate (Gram-weighted projection on alpha, beta, gamma, "
-                f"delta) has moved {lvl} from its initial value {list(init_sub)}; cell "
-                f"f_r={f_r}, f_v={f_v}, b={model.spec.burstiness}, T={model.spec.seq_len}, "
-                f"V={model.spec.n_tokens}; training: SGD lr {lr}, batch {batch_size}, "
-                f"{steps} steps (t = step * lr)")}
