@@ -61,6 +61,14 @@ def test_summary_keys_and_per_model_consistency(finished):
             every = block[f"flip_generation/{decoding}/all_slots/n_slots"]
             for run_name, n in first.items():
                 assert n <= tiny.get_config().generation.n_prompts and n <= every[run_name]
+    # The phenomenon: each tiny model has learned agreement (its margin separates singular from
+    # plural prompts), flipping the ACE core reverses it (AUC far below chance), and pushing the
+    # core during generation makes most generations take the other verb.
+    for name, block in saved["models"].items():
+        assert block["auc/base"] >= 0.9, (name, block["auc/base"])
+        assert block["auc/flip"] <= 0.2, (name, block["auc/flip"])
+        assert block["flip_generation/greedy/clean_agreement"] >= 0.8, name
+        assert block["flip_generation/greedy/fraction_flipped"] >= 0.75, name
     rho = np.asarray(saved["spearman/matrix"])
     np.testing.assert_allclose(np.diag(rho), 1.0)
     np.testing.assert_allclose(rho, rho.T)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -129,6 +130,63 @@ def test_tiny_run_end_to_end(tmp_path):
             report["phases"][phase],
             [np.nan if v is None else v for v in on_disk[f"{phase}_step"]["per_seed"]])
     assert "evaluated up to step" in progress.format_progress(report)
+
+
+REFERENCE_STEPS = (1, 1001, 3001, 5301, 5401, 10001, 14501, 16001)  # + "final", after these
+
+
+def reference_sweep(reference):
+    """A stand-in for ``run_sweep`` that "trains" one seed into the authors' checkpoints: its
+    metrics are the trainer's own evaluation of each checkpoint (in order, the final one last)
+    and its final parameters are the authors' final model, whose mechanism SPEC 1.4 reports."""
+    from mechjax.sweep import SweepResult
+    from mechjax.train import split_hparams
+    from mechjax.weights import load_npz
+
+    def sweep(trainer, seeds, hparams, workdir, **_):
+        names = [f"step_{s}" for s in REFERENCE_STEPS] + ["final"]
+        ckpts = [load_npz(os.path.join(reference, f"{n}.npz"), trainer.model_cfg) for n in names]
+        stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *ckpts)
+        _, task_params = split_hparams(hparams)
+        keys = jax.random.split(jax.random.PRNGKey(0), len(names))
+        m = jax.jit(jax.vmap(lambda p, k: trainer.evaluate(p, task_params, k)))(stacked, keys)
+        metrics = {k: np.asarray(v)[None, None] for k, v in m.items()}  # [1 seed, 1 grid, evals]
+        last = REFERENCE_STEPS[-1] + 4000
+        metrics["step"] = np.asarray(REFERENCE_STEPS + (last,))[None, None]
+        metrics["finite"] = np.ones_like(metrics["step"])
+        final = {k: np.asarray(v)[None, None] for k, v in ckpts[-1].items()}
+        return SweepResult(SimpleNamespace(params=final), metrics, list(seeds),
+                           {k: np.atleast_1d(v) for k, v in hparams.items()}, traces=1)
+
+    return sweep
+
+
+def test_the_run_reports_the_authors_models_mechanism(tmp_path, monkeypatch, reference_dir):
+    """The job's whole analysis path (phase detection, the final analysis of every seed, the
+    summary's keys) on the authors' checkpoints, whose mechanism SPEC 1.4 gives: the layer-2 MLP
+    input matches its literal twin (cosine 0.973 vs 0.14 mismatched), the most active MLP neuron
+    is explained by one frequency (k = 11, EVR 0.96), QK2 is diagonal on all 12 variables, the
+    variable probe and the OV2 -> MLP2 path are exact, and the phases come in order."""
+    monkeypatch.setattr(run, "run_sweep", reference_sweep(reference_dir))
+    config = tiny.get_config()
+    config.n_seeds = 1
+    config.model.d_model, config.model.d_mlp = 128, 512  # SPEC 1.3, the checkpoints' shapes
+    config.analysis.final_size = 256
+    summary = run_watched(run.run, config, str(tmp_path / "aa"))
+    one = {k: v["per_seed"][0] for k, v in summary.items()
+           if isinstance(v, dict) and "per_seed" in v}
+    assert abs(one["cosine/mlp_in_matched"] - 0.973) < 0.02
+    assert abs(one["cosine/mlp_in_mismatched"] - 0.14) < 0.08
+    assert abs(one["cosine/attn_out_literal"] - 0.986) < 0.02
+    assert one["fourier/top_k"] == 11 and abs(one["fourier/top_evr"] - 0.96) < 0.015
+    assert one["fourier/best_evr"] >= one["fourier/top_evr"]
+    assert one["qk2/diag_count"] == 12 and one["qk1/prev_token"] == 1.0
+    assert one["probe/final"] > 0.99 and one["ov_mlp/accuracy"] > 0.99
+    assert one["acc/exact_0var_heldout"] > 0.99 and one["acc/exact_2var_union"] > 0.95
+    # SPEC's phases, in order: addition generalizes before variable binding, binding before
+    # the positional refinement
+    p1, p2, p3 = (one[f"phase{i}_step"] for i in (1, 2, 3))
+    assert None not in (p1, p2, p3) and p1 < p2 < p3, (p1, p2, p3)
 
 
 def test_progress_refuses_a_workdir_without_a_training_run(tmp_path):

@@ -167,18 +167,28 @@ def test_bad_config_raises_before_writing(tmp_path, edit, message):
 
 def test_sweep_stops_once_every_run_has_grokked_and_resumes(tmp_path):
     """With threshold 0 every run 'groks' at step 1, so the sweep must stop after its first chunk;
-    a second call in the same workdir resumes from that checkpoint, stops there and agrees."""
+    a second call in the same workdir resumes from that checkpoint, stops there and agrees.
+    The trainer, grid and chunk are the tiny config's omega sweep, so this is the program
+    ``test_tiny_end_to_end`` compiles (one compilation for both tests, cached)."""
     enable_compilation_cache()  # the resumed call compiles the same program again
     config = tiny.get_config()
-    trainer = run.make_trainer(7, None, 30, config)
-    grid = {"lr": [1e-2], "weight_decay": [0.5, 2.0]}
-    out = run.sweep(trainer, [0, 1], grid, str(tmp_path / "s"), chunk_evals=10, threshold=0.0,
-                    stop_when_all_grokked=True)
-    assert out["steps_run"] == 10 and out["traces"] == 1
-    np.testing.assert_array_equal(out["t_mem"], np.ones((2, 2)))
-    np.testing.assert_array_equal(out["tau"], np.zeros((2, 2)))
-    again = run.sweep(run.make_trainer(7, None, 30, config), [0, 1], grid, str(tmp_path / "s"),
-                      chunk_evals=10, threshold=0.0, stop_when_all_grokked=True)
+    om = config.omega_sweep
+
+    def omega_sweep_trainer():
+        return run.make_trainer(om.p, om.batch_size, om.steps, config)
+
+    grid = {"lr": [config.hparams.lr], "init_scale": [config.hparams.init_scale],
+            "weight_decay": list(om.omegas)}
+    seeds = list(range(config.n_seeds))
+    shape = (len(om.omegas), len(seeds))
+    out = run.sweep(omega_sweep_trainer(), seeds, grid, str(tmp_path / "s"),
+                    chunk_evals=om.chunk_evals, threshold=0.0, stop_when_all_grokked=True)
+    assert om.steps > om.chunk_evals  # the stop saves a chunk
+    assert out["steps_run"] == om.chunk_evals and out["traces"] == 1
+    np.testing.assert_array_equal(out["t_mem"], np.ones(shape))
+    np.testing.assert_array_equal(out["tau"], np.zeros(shape))
+    again = run.sweep(omega_sweep_trainer(), seeds, grid, str(tmp_path / "s"),
+                      chunk_evals=om.chunk_evals, threshold=0.0, stop_when_all_grokked=True)
     np.testing.assert_array_equal(again["tau"], out["tau"])
     # resumed after chunk 1, where the stop condition already holds: nothing more is trained
-    assert again["steps_run"] == 10
+    assert again["steps_run"] == om.chunk_evals
