@@ -79,3 +79,16 @@ def test_groups_from_subspaces_then_measures_ranked_and_timed():
     assert sa.rank_measures(table, grouping.labels)[0].name == "binding"
     sep = sa.earliest_separating_step(STEPS, table, grouping.labels == 1)
     assert sep.measure == "binding" and abs(sep.step - STEPS[SPLIT_INDEX]) <= 10
+
+
+def test_a_one_step_blip_before_the_split_does_not_count_as_separating():
+    table = planted_table(seed=0)
+    y = GROUP == 1
+    table["jitter"][:, 2] = np.where(y, 5.0, -5.0)  # perfectly separated at step 20 only
+    sep = sa.earliest_separating_step(STEPS, table, y)
+    assert sep.measure == "binding" and sep.step == STEPS[SPLIT_INDEX]
+    assert sep.accuracies["jitter"][2] == 1.0 and sep.first["jitter"] is None
+    blip = sa.earliest_separating_step(STEPS, table, y, sustained=False)
+    assert (blip.measure, blip.step) == ("jitter", STEPS[2])
+    only = sa.earliest_separating_step(STEPS, table, y, names=["drift"])
+    assert only.step is None and list(only.accuracies) == ["drift"]

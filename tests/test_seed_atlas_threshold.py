@@ -35,3 +35,14 @@ def test_held_out_accuracy_is_high_for_a_real_difference_and_chance_for_none():
     noise = rng.standard_normal(40)
     assert sa.held_out_accuracy(noise + 3.0 * y, y) >= 0.95
     assert sa.held_out_accuracy(noise, y) < 0.75
+
+
+def test_held_out_accuracy_scores_only_seeds_the_threshold_was_not_fit_on():
+    # the group is high in one half and low in the other: a perfect fit on either half is
+    # wrong on every held-out seed
+    y = np.tile([True, False], 6)
+    a, b = sa.halves(y)
+    x = np.where(y, 1.0, -1.0)
+    x[b] *= -1
+    assert sa.accuracy(sa.fit_threshold(x[a], y[a]), x[a], y[a]) == 1.0
+    assert sa.held_out_accuracy(x, y) == 0.0
