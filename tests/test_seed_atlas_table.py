@@ -82,3 +82,13 @@ def test_trajectory_similarity_correlation_is_shape_distance_is_level():
         sa.trajectory_similarity(table, ["x"])
     with pytest.raises(ValueError, match="kind='cos'"):
         sa.trajectory_similarity(table, kind="cos")
+
+
+def test_a_measure_constant_up_to_float32_rounding_adds_nothing():
+    t = np.linspace(0, 1, 10)
+    flat = (1.0 + 1e-7 * (-1.0) ** np.arange(30).reshape(3, 10)).astype(np.float32)  # sd ~1e-7
+    z = sa.standardize({"flat": flat, "t": np.stack([t, t, -t])})
+    np.testing.assert_array_equal(z["flat"], 0.0)
+    assert z["t"].std() == pytest.approx(1.0)
+    sim = sa.trajectory_similarity({"flat": flat}, kind="distance")
+    np.testing.assert_array_equal(sim, 1.0)  # no difference to find, none made up

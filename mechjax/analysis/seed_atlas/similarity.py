@@ -19,14 +19,17 @@ Kind = Literal["correlation", "distance"]
 
 
 def standardize(table: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Each measure minus its mean over all seeds and steps, over its standard deviation there
-    (a constant measure becomes zeros), so that measures of any unit weigh alike."""
+    """Each measure minus its mean over all seeds and steps, over its standard deviation there,
+    so that measures of any unit weigh alike. A constant measure becomes zeros; so does one that
+    varies only at float32 rounding (sd below 1e-6 of its largest magnitude), which would
+    otherwise be rounding noise blown up to unit variance."""
     check_table(table)
     out = {}
     for name, v in table.items():
         v = np.asarray(v, np.float64)
         sd = np.nanstd(v)
-        out[name] = (v - np.nanmean(v)) / sd if sd > 0 else np.zeros_like(v)
+        varies = np.isfinite(sd) and sd > 1e-6 * np.nanmax(np.abs(v))
+        out[name] = (v - np.nanmean(v)) / sd if varies else np.zeros_like(v)
     return out
 
 
