@@ -51,3 +51,11 @@ def test_distances_symmetrize_and_bad_input_is_named():
         sa.distances(np.array([[1.0, np.nan], [np.nan, 1.0]]))
     with pytest.raises(ValueError, match="max_groups=5"):
         sa.cluster_seeds(np.eye(4), max_groups=5)
+
+
+def test_one_seed_slightly_apart_is_no_group_unless_allowed():
+    sim = np.array([[1.0, 0.999, 0.99], [0.999, 1.0, 0.99], [0.99, 0.99, 1.0]])
+    assert sa.cluster_seeds(sim).n_groups == 1
+    alone = sa.cluster_seeds(sim, min_group_size=1)
+    assert alone.n_groups == 2 and alone.labels.tolist() == [0, 0, 1]
+    assert alone.silhouette == pytest.approx(np.mean([1 - 0.001 / 0.01, 1 - 0.001 / 0.01, 0.0]))

@@ -31,9 +31,13 @@ def test_trajectories_of_the_split_measure_recover_the_groups_exactly(seed):
 def test_without_a_split_the_seeds_stay_one_group(seed):
     table = planted_table(split=0.0, seed=seed)
     for kind in ("distance", "correlation"):
-        grouping = sa.cluster_seeds(sa.trajectory_similarity(table, ["binding"], kind=kind))
+        sim = sa.trajectory_similarity(table, ["binding"], kind=kind)
+        grouping = sa.cluster_seeds(sim)
         assert grouping.n_groups == 1 and (grouping.labels == 0).all()
-        assert max(grouping.silhouettes.values()) < 0.5  # every cut tried was weak
+        # with single-seed groups allowed, every cut is tried, and every one is weak
+        anysize = sa.cluster_seeds(sim, min_group_size=1)
+        assert anysize.n_groups == 1 and len(anysize.silhouettes) >= 3
+        assert max(anysize.silhouettes.values()) < 0.5
 
 
 @pytest.mark.parametrize("seed", DATA_SEEDS)
@@ -92,3 +96,10 @@ def test_a_one_step_blip_before_the_split_does_not_count_as_separating():
     assert (blip.measure, blip.step) == ("jitter", STEPS[2])
     only = sa.earliest_separating_step(STEPS, table, y, names=["drift"])
     assert only.step is None and list(only.accuracies) == ["drift"]
+
+
+def test_a_measure_constant_up_to_rounding_separates_nothing():
+    flat = (1.0 + 1e-7 * (-1.0) ** GROUP[:, None] * np.ones((1, STEPS.size))).astype(np.float32)
+    assert not sa.varies(flat)
+    ranks = sa.rank_measures({"flat": flat, "binding": planted_table()["binding"]}, GROUP)
+    assert [r.name for r in ranks] == ["binding", "flat"] and ranks[1].score == 0.0

@@ -20,6 +20,6 @@ from mechjax.analysis.seed_atlas.earliest import Separation, earliest_separating
 from mechjax.analysis.seed_atlas.rank import MeasureRank, eta_squared, rank_measures
 from mechjax.analysis.seed_atlas.similarity import (standardize, trajectory_similarity,
                                                     weight_similarity)
-from mechjax.analysis.seed_atlas.table import check_table, measure_table
+from mechjax.analysis.seed_atlas.table import check_table, measure_table, varies
 from mechjax.analysis.seed_atlas.threshold import (Threshold, accuracy, fit_threshold, halves,
                                                    held_out_accuracy)

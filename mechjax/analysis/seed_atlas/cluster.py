@@ -5,7 +5,9 @@ distance ``1 - similarity``; every cut into k = 2 .. ``max_groups`` groups is sc
 silhouette (per seed ``(b - a) / max(a, b)``, ``a`` the mean distance to its own group, ``b`` to
 the nearest other group; 0 for a seed alone in its group), and the best cut is kept only if its
 silhouette reaches ``min_silhouette`` (0.5, "reasonable structure" on Kaufman and Rousseeuw's
-scale; unstructured seeds score near 0.1-0.3). Otherwise all seeds are one group.
+scale; unstructured seeds score near 0.1-0.3). Otherwise all seeds are one group. Cuts with a
+group smaller than ``min_group_size`` (2) are not tried: among a few seeds, one seed a little
+apart from a tight pair scores 2/3 however small the difference is (similarities are relative).
 Groups are numbered in the order of their first seed.
 """
 from __future__ import annotations
@@ -67,10 +69,15 @@ def _first_seed_order(labels: np.ndarray) -> np.ndarray:
     return np.asarray([order[g] for g in labels.tolist()], np.int64)
 
 
+def _sizes(labels: np.ndarray) -> np.ndarray:
+    return np.unique(labels, return_counts=True)[1]
+
+
 def cluster_seeds(similarity: np.ndarray, max_groups: int | None = None,
-                  min_silhouette: float = 0.5) -> Grouping:
+                  min_silhouette: float = 0.5, min_group_size: int = 2) -> Grouping:
     """Groups of seeds from ``similarity [n_seeds, n_seeds]`` by the rule in the module
-    docstring; ``max_groups`` defaults to ``min(n_seeds - 1, 8)``."""
+    docstring; ``max_groups`` defaults to ``min(n_seeds - 1, 8)``; ``min_group_size=1`` lets a
+    single seed be a group (a diverged seed, say)."""
     d = distances(similarity)
     n = d.shape[0]
     max_groups = min(n - 1, 8) if max_groups is None else int(max_groups)
@@ -78,7 +85,8 @@ def cluster_seeds(similarity: np.ndarray, max_groups: int | None = None,
         raise ValueError(f"max_groups={max_groups}: allowed 1 .. {n - 1} for {n} seeds")
     tree = hierarchy.linkage(squareform(d, checks=False), method="average")
     cuts = {k: hierarchy.fcluster(tree, k, criterion="maxclust") for k in range(2, max_groups + 1)}
-    scores = {k: silhouette(d, lab) for k, lab in cuts.items() if np.unique(lab).size == k}
+    scores = {k: silhouette(d, lab) for k, lab in cuts.items()
+              if _sizes(lab).size == k and _sizes(lab).min() >= min_group_size}
     best = max(scores, key=lambda k: (scores[k], -k)) if scores else None
     if best is None or scores[best] < min_silhouette:
         return Grouping(np.zeros(n, np.int64), 1, float("nan"), scores)

@@ -11,7 +11,7 @@ from typing import Mapping
 
 import numpy as np
 
-from mechjax.analysis.seed_atlas.table import check_table
+from mechjax.analysis.seed_atlas.table import check_table, varies
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,8 +25,8 @@ class MeasureRank:
 
 def eta_squared(values: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Between-group share of variance at each step: ``values [n_seeds, n_steps]``,
-    ``labels [n_seeds]`` -> ``[n_steps]`` (0 where the seeds do not vary, or fewer than two
-    groups have a value)."""
+    ``labels [n_seeds]`` -> ``[n_steps]`` (0 where the seeds do not vary beyond rounding,
+    ``table.varies``, or fewer than two groups have a value)."""
     v = np.asarray(values, np.float64)
     labels = np.asarray(labels)
     if v.ndim != 2 or labels.shape != v.shape[:1]:
@@ -36,9 +36,9 @@ def eta_squared(values: np.ndarray, labels: np.ndarray) -> np.ndarray:
     for t in range(v.shape[1]):
         ok = np.isfinite(v[:, t])
         x, lab = v[ok, t], labels[ok]
-        total = ((x - x.mean()) ** 2).sum() if x.size else 0.0
-        if total <= 0 or np.unique(lab).size < 2:
+        if not varies(x) or np.unique(lab).size < 2:
             continue
+        total = ((x - x.mean()) ** 2).sum()
         between = sum(x[lab == g].size * (x[lab == g].mean() - x.mean()) ** 2
                       for g in np.unique(lab))
         out[t] = between / total

@@ -13,23 +13,20 @@ from typing import Literal, Mapping, Sequence
 import numpy as np
 
 from mechjax.analysis.ace.compare import weight_cosine_matrix
-from mechjax.analysis.seed_atlas.table import check_table
+from mechjax.analysis.seed_atlas.table import check_table, varies
 
 Kind = Literal["correlation", "distance"]
 
 
 def standardize(table: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Each measure minus its mean over all seeds and steps, over its standard deviation there,
-    so that measures of any unit weigh alike. A constant measure becomes zeros; so does one that
-    varies only at float32 rounding (sd below 1e-6 of its largest magnitude), which would
-    otherwise be rounding noise blown up to unit variance."""
+    so that measures of any unit weigh alike. A measure that does not vary beyond rounding
+    (``table.varies``) becomes zeros."""
     check_table(table)
     out = {}
     for name, v in table.items():
         v = np.asarray(v, np.float64)
-        sd = np.nanstd(v)
-        varies = np.isfinite(sd) and sd > 1e-6 * np.nanmax(np.abs(v))
-        out[name] = (v - np.nanmean(v)) / sd if varies else np.zeros_like(v)
+        out[name] = (v - np.nanmean(v)) / np.nanstd(v) if varies(v) else np.zeros_like(v)
     return out
 
 

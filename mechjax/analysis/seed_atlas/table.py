@@ -61,6 +61,16 @@ def _per_seed(name: str, fn: Measure, stacked: Mapping[str, np.ndarray],
     return values
 
 
+def varies(values: np.ndarray) -> bool:
+    """Whether ``values`` vary by more than float32 rounding: standard deviation above 1e-6 of
+    the largest magnitude (NaNs ignored). A measure that does not is treated as constant, since
+    standardizing rounding noise would turn it into unit-variance noise."""
+    v = np.asarray(values, np.float64)
+    if not np.isfinite(v).any():
+        return False
+    return bool(np.nanstd(v) > 1e-6 * np.nanmax(np.abs(v)))
+
+
 def check_table(table: Mapping[str, np.ndarray]) -> tuple[int, int]:
     """``(n_seeds, n_steps)`` of a table whose measures all share that shape (else ValueError)."""
     if not table:
