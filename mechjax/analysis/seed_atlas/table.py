@@ -1,0 +1,82 @@
+"""The per-seed table of mechanism measures at a run's saved steps, read through ``mechjax.runs``.
+
+    table = measure_table(run, {"top5": top5_fraction, "qk_identity": qk_identity})
+    table["top5"]                                 # [n_seeds, n_steps], columns = run.steps_saved
+
+A measure is ``fn(params, model_cfg) -> float`` on one model's parameters (TransformerLens names,
+no seed axis). Nothing is retrained: every column is one parameter snapshot of the run. A measure
+written in JAX is vmapped over the seeds (one compiled call per measure and step); one that is
+not traceable (it converts to numpy, branches on values) is called once per seed instead.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+import jax
+import numpy as np
+
+from mechjax.config import ModelConfig
+
+Measure = Callable[[Mapping[str, Any], ModelConfig], Any]
+Table = dict[str, np.ndarray]
+
+# what a measure that is not a JAX function raises when vmapped: then it runs seed by seed
+_NOT_TRACEABLE = (jax.errors.JAXTypeError, jax.errors.ConcretizationTypeError)
+
+
+def measure_table(run, measures: Mapping[str, Measure], steps: Sequence[int] | None = None,
+                  grid: int = 0) -> Table:
+    """``{name: [n_seeds, n_steps]}``: every measure of every seed at ``steps`` (default: all of
+    ``run.steps_saved``, ascending) of grid point ``grid``.
+
+    ``run`` is a ``mechjax.runs.Run`` (or anything with ``steps_saved``, ``model_cfg`` and
+    ``stacked_params(step, grid)``). A measure must return one finite or NaN number per model.
+    """
+    if not measures:
+        raise ValueError("measures is empty: give {name: fn(params, model_cfg) -> float}")
+    steps = list(run.steps_saved) if steps is None else [int(s) for s in steps]
+    if not steps:
+        raise ValueError(f"no saved steps to measure in {getattr(run, 'path', run)!r}")
+    cfg = run.model_cfg
+    columns: dict[str, list[np.ndarray]] = {name: [] for name in measures}
+    for step in steps:
+        stacked = run.stacked_params(step, grid)
+        for name, fn in measures.items():
+            columns[name].append(_per_seed(name, fn, stacked, cfg))
+    return {name: np.stack(cols, axis=1) for name, cols in columns.items()}
+
+
+def _per_seed(name: str, fn: Measure, stacked: Mapping[str, np.ndarray],
+              cfg: ModelConfig) -> np.ndarray:
+    """``fn`` of each seed's parameters: ``[n_seeds]`` floats (vmapped when ``fn`` traces)."""
+    n = len(next(iter(stacked.values())))
+    try:
+        values = np.asarray(jax.vmap(lambda p: fn(p, cfg))(dict(stacked)), np.float64)
+    except _NOT_TRACEABLE:
+        values = np.asarray([fn({k: v[i] for k, v in stacked.items()}, cfg) for i in range(n)],
+                            np.float64)
+    if values.shape != (n,):
+        raise ValueError(f"measure {name!r} returned shape {values.shape[1:]} per seed; a "
+                         "measure gives one number per model")
+    return values
+
+
+def varies(values: np.ndarray) -> bool:
+    """Whether ``values`` vary by more than float32 rounding: standard deviation above 1e-6 of
+    the largest magnitude (NaNs ignored). A measure that does not is treated as constant, since
+    standardizing rounding noise would turn it into unit-variance noise."""
+    v = np.asarray(values, np.float64)
+    if not np.isfinite(v).any():
+        return False
+    return bool(np.nanstd(v) > 1e-6 * np.nanmax(np.abs(v)))
+
+
+def check_table(table: Mapping[str, np.ndarray]) -> tuple[int, int]:
+    """``(n_seeds, n_steps)`` of a table whose measures all share that shape (else ValueError)."""
+    if not table:
+        raise ValueError("the table has no measures")
+    shapes = {name: np.shape(v) for name, v in table.items()}
+    first = next(iter(shapes.values()))
+    if len(first) != 2 or any(s != first for s in shapes.values()):
+        raise ValueError(f"every measure must be [n_seeds, n_steps] of one shape, got {shapes}")
+    return first
