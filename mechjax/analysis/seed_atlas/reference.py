@@ -16,6 +16,7 @@ it never reaches 0.5.
 from __future__ import annotations
 
 import numpy as np
+from scipy.spatial.distance import pdist, squareform
 
 from mechjax.analysis.seed_atlas.cuts import best_silhouette
 
@@ -42,6 +43,6 @@ def reference_silhouette(d: np.ndarray, max_groups: int, min_group_size: int,
     best = []
     for _ in range(n_reference):
         z = rng.standard_normal(x.shape) * spread
-        dz = np.sqrt(np.maximum(((z[:, None] - z[None]) ** 2).sum(-1), 0.0))
+        dz = squareform(pdist(z))  # [n, n], without an [n, n, m] intermediate
         best.append(best_silhouette(dz, max_groups, min_group_size))
     return float(np.quantile(best, quantile))
