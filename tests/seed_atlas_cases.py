@@ -35,3 +35,14 @@ def planted_bases(d: int = 32, r: int = 3, spread: float = 0.3, seed: int = 0) -
     centres = [rng.standard_normal((d, r)) for _ in range(2)]
     bases = [np.linalg.qr(centres[g] + spread * rng.standard_normal((d, r)))[0] for g in GROUP]
     return np.stack(bases).astype(np.float32)
+
+
+def planted_coordinates(n_inputs: int = 64, r: int = 3, noise: float = 0.3,
+                        seed: int = 0) -> np.ndarray:
+    """``[12, n_inputs, r]`` core coordinates on shared inputs: each group reads its own random
+    latent ``[n_inputs, r]`` through a random mixing per seed, plus noise."""
+    rng = np.random.default_rng(seed)
+    latents = [rng.standard_normal((n_inputs, r)) for _ in range(2)]
+    z = [latents[g] @ rng.standard_normal((r, r)) + noise * rng.standard_normal((n_inputs, r))
+         for g in GROUP]
+    return np.stack(z).astype(np.float32)

@@ -39,7 +39,8 @@ def test_a_weak_split_is_reported_as_one_group():
     sim, _ = block_similarity([5, 5], within=0.55, across=0.45)
     grouping = sa.cluster_seeds(sim)
     assert grouping.n_groups == 1 and np.isnan(grouping.silhouette)
-    assert sa.cluster_seeds(sim, min_silhouette=0.1).n_groups == 2
+    assert grouping.silhouettes[2] == pytest.approx(1 - 0.45 / 0.55)
+    assert sa.cluster_seeds(sim, min_silhouette=0.1, n_reference=0).n_groups == 2
 
 
 def test_distances_symmetrize_and_bad_input_is_named():
@@ -56,6 +57,31 @@ def test_distances_symmetrize_and_bad_input_is_named():
 def test_one_seed_slightly_apart_is_no_group_unless_allowed():
     sim = np.array([[1.0, 0.999, 0.99], [0.999, 1.0, 0.99], [0.99, 0.99, 1.0]])
     assert sa.cluster_seeds(sim).n_groups == 1
-    alone = sa.cluster_seeds(sim, min_group_size=1)
+    alone = sa.cluster_seeds(sim, min_group_size=1, n_reference=0)
     assert alone.n_groups == 2 and alone.labels.tolist() == [0, 0, 1]
     assert alone.silhouette == pytest.approx(np.mean([1 - 0.001 / 0.01, 1 - 0.001 / 0.01, 0.0]))
+
+
+def gaussian_similarity(n, dims, seed):
+    x = np.random.default_rng(seed).standard_normal((n, dims))
+    d = np.sqrt(((x[:, None] - x[None]) ** 2).sum(-1))
+    return 1 - d / d.max()
+
+
+def test_one_gaussian_along_one_direction_passes_the_floor_but_not_the_reference():
+    sim = gaussian_similarity(12, 1, seed=3)
+    floor_only = sa.cluster_seeds(sim, n_reference=0)
+    assert floor_only.n_groups >= 2 and floor_only.silhouette >= 0.5  # the floor alone is fooled
+    grouping = sa.cluster_seeds(sim)
+    assert grouping.n_groups == 1 and grouping.reference >= max(grouping.silhouettes.values())
+
+
+def test_the_reference_is_high_along_one_direction_low_along_many_and_deterministic():
+    one = sa.distances(gaussian_similarity(12, 1, seed=0))
+    many = sa.distances(gaussian_similarity(12, 20, seed=0))
+    high = sa.reference_silhouette(one, 8, 2)
+    assert high > 0.6 and sa.reference_silhouette(many, 8, 2) < 0.3
+    assert sa.reference_silhouette(one, 8, 2) == high
+    # the embedding reproduces Euclidean distances
+    x = sa.embed(many)
+    np.testing.assert_allclose(np.sqrt(((x[:, None] - x[None]) ** 2).sum(-1)), many, atol=1e-9)

@@ -4,7 +4,8 @@ without a split that must not come out as two groups."""
 import numpy as np
 import pytest
 
-from seed_atlas_cases import GROUP, SPLIT_INDEX, STEPS, planted_bases, planted_table
+from seed_atlas_cases import (GROUP, SPLIT_INDEX, STEPS, planted_bases, planted_coordinates,
+                              planted_table)
 
 from mechjax.analysis import ace
 from mechjax.analysis import seed_atlas as sa
@@ -67,6 +68,21 @@ def test_no_measure_separates_groups_that_differ_in_nothing():
 def test_planted_core_subspaces_cluster_by_their_overlap(seed):
     grouping = sa.cluster_seeds(np.asarray(ace.overlap_matrix(planted_bases(seed=seed))))
     assert grouping.n_groups == 2 and same_split(grouping.labels, GROUP)
+
+
+@pytest.mark.parametrize("seed", DATA_SEEDS)
+def test_planted_core_coordinates_cluster_by_their_cca(seed):
+    sim = np.asarray(ace.cca_matrix(planted_coordinates(seed=seed)))
+    grouping = sa.cluster_seeds(sim)
+    assert grouping.n_groups == 2 and same_split(grouping.labels, GROUP)
+
+
+def test_core_coordinates_of_one_shared_latent_stay_one_group():
+    z = planted_coordinates(seed=0)
+    z_one = np.stack([z[0] @ np.random.default_rng(i).standard_normal((3, 3))
+                      + 0.3 * np.random.default_rng(100 + i).standard_normal(z[0].shape)
+                      for i in range(len(GROUP))]).astype(np.float32)
+    assert sa.cluster_seeds(np.asarray(ace.cca_matrix(z_one))).n_groups == 1
 
 
 def test_unrelated_random_subspaces_stay_one_group():

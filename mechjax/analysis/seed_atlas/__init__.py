@@ -7,6 +7,8 @@ One module per job, the public API re-exported here:
 * ``similarity``  -- seeds x seeds similarity from measure trajectories or weights (core
   subspaces / coordinates: ``ace.overlap_matrix``, ``ace.cca_matrix``)
 * ``cluster``     -- ``cluster_seeds(similarity)``: groups by average linkage, silhouette-chosen
+  against a group-free reference (``cuts``: the tree's cuts and silhouettes; ``reference``: the
+  reference data sets)
 * ``rank``        -- ``rank_measures(table, labels)``: measures that separate the groups, best first
 * ``earliest``    -- ``earliest_separating_step``: from which step a one-measure threshold, fit on
   half the seeds, tells two groups apart on the other half
@@ -15,9 +17,11 @@ One module per job, the public API re-exported here:
 The figure: ``mechjax.plots.seed_atlas.seed_curves``. Guide: docs/seed_atlas.md.
 """
 # flake8: noqa: F401
-from mechjax.analysis.seed_atlas.cluster import Grouping, cluster_seeds, distances, silhouette
+from mechjax.analysis.seed_atlas.cluster import Grouping, cluster_seeds, distances
+from mechjax.analysis.seed_atlas.cuts import best_silhouette, silhouette, tree_cuts
 from mechjax.analysis.seed_atlas.earliest import Separation, earliest_separating_step
 from mechjax.analysis.seed_atlas.rank import MeasureRank, eta_squared, rank_measures
+from mechjax.analysis.seed_atlas.reference import embed, reference_silhouette
 from mechjax.analysis.seed_atlas.similarity import (standardize, trajectory_similarity,
                                                     weight_similarity)
 from mechjax.analysis.seed_atlas.table import check_table, measure_table, varies
