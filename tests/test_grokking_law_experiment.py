@@ -53,8 +53,9 @@ class PlantedLawSweep:
     """A stand-in for ``run_sweep`` whose runs grok on a planted law: the ``i``-th of 3 seeds
     memorizes at step ``20 + 7 i`` and groks ``tau`` steps later, ``tau = f_i C omega^beta`` in
     the omega sweep and ``f_i (-Omega log(1 - p_crit / p))`` in the p sweep, with seed factors
-    ``f = (0.9, 1.0, 1.1)`` whose mean is 1, so the means over seeds follow the laws exactly. Accuracy curves are [n_seeds, n_grid, n_steps] steps
-    from 0 to 1, as the trainer's per-step evaluation gives them."""
+    ``f = (0.9, 1.0, 1.1)`` whose mean is 1, so the means over seeds follow the laws exactly.
+    Accuracy curves are ``[n_seeds, n_grid, n_steps]`` steps from 0 to 1, as the trainer's
+    per-step evaluation gives them."""
 
     def __init__(self, beta, C=2000.0, Omega=900.0, p_crit=3.0, n_steps=12000):
         self.beta, self.C, self.Omega, self.p_crit, self.n_steps = beta, C, Omega, p_crit, n_steps
