@@ -1,6 +1,6 @@
 """Default config (minutes on 2 shared CPU cores): the paper grid and theorem checks, 6 trained
 cells over a shorter horizon, and the ODE-vs-training check on the 3-position spec of
-tests/test_imir_ode.py."""
+tests/test_imir_reference.py."""
 from experiments.imir_phase.configs import paper
 
 

@@ -10,7 +10,7 @@ is ``theorems.four_coord.icl_gradient`` of the same spec whenever the exact loss
 sub-manifold is ``dynamics.four_coord.loss``: that holds at ``f_v = 0``; at ``f_v > 0`` the exact population
 also has varied partners that collide with a context token, which ``dynamics.four_coord``'s ideal population
 excludes, so the two differ by a few per cent there (measured in
-tests/test_imir_exact_theorems.py).
+tests/test_imir_theorems.py).
 
 The in-weights part of ``theta`` (``IWL_PARTS``, ``in_weights_indices``):
 

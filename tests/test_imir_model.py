@@ -19,7 +19,7 @@ SPEC = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3)
 
 def test_exact_field_and_readouts_equal_the_engine() -> None:
     """The engine runs on the orbit quotient of the enumerated population, which gives the same
-    manifold field as the whole enumeration (tests/test_imir_ode.py)."""
+    manifold field as the whole enumeration (tests/test_imir_reference.py)."""
     model = exact.make(SPEC)
     basis = model.basis
     q = pop.symmetric_support(SPEC)
