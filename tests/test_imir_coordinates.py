@@ -1,6 +1,7 @@
 """The IMIR forward pass in manifold coordinates against the engine's forward on the enumerated
 population: loss and coordinate gradient in float64, for 3 layers x 1 head (a middle layer mixes
-paths both ways; the 2-layer model of ``dynamics.model`` is tests/test_imir_model.py's) and 2 x 2."""
+paths both ways; the 2-layer model of ``dynamics.model`` is tests/test_imir_model.py's) and
+2 x 2."""
 from __future__ import annotations
 
 import jax

@@ -1,4 +1,5 @@
-"""Circuit detection (mechjax.analysis.imir.detection.detector): planted coordinates are recovered by the
+"""Circuit detection (mechjax.analysis.imir.detection.detector): planted coordinates are recovered
+by the
 projection with the planted explained fraction, elimination keeps exactly what matters, units /
 circuits / canonical kinds follow the documented rules, and bad input fails in one line before
 any compute."""

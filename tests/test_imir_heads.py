@@ -1,4 +1,5 @@
-"""Head-level analysis against coordinate-level detection (mechjax.analysis.imir.detection.heads): on a
+"""Head-level analysis against coordinate-level detection (mechjax.analysis.imir.detection.heads):
+on a
 planted model with two redundant induction heads, mean-ablating either one alone is harmless
 (head-level analysis calls both unimportant), the previous-token head is important, and the
 detector keeps one of the two heads, whose helper is then reported as invisible to head-level

@@ -1,5 +1,6 @@
 """The exact reduced dynamics (orbit classes + coordinate forward) against the engine: the
-vector field equals ``dynamics.reference.enumerated_field`` on the enumerated population, and the read-offs equal
+vector field equals ``dynamics.reference.enumerated_field`` on the enumerated population, and the
+read-offs equal
 the engine's forward on the same weights."""
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Route naming and winner classification (mechjax.analysis.imir.routes.route_units) on planted circuits."""
+"""Route naming and winner classification (mechjax.analysis.imir.routes.route_units) on planted
+circuits."""
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -1,4 +1,4 @@
-"""Theorems 2 and 3 on the exact reduced dynamics (``theorems.four_coord``): on the 4-dim
+"""Theorems 2 and 3 on the exact reduced dynamics (``theorems``): on the 4-dim
 (alpha, beta, gamma, delta) sub-manifold the exact ICL gradient is the closed-form model's where
 the closed form's population is the exact one (f_v = 0), the in-weights parts are the coordinates
 they are said to be, and the trajectory protocol reads the first time the level is reached."""
@@ -28,7 +28,8 @@ def model() -> exact.ExactRecall:
 
 
 def test_icl_gradient_on_the_sub_manifold_is_the_closed_form_at_f_v_0(model) -> None:
-    """At f_v = 0 ``dynamics.four_coord.loss`` is the exact loss restricted to the sub-manifold, so the
+    """At f_v = 0 ``dynamics.four_coord.loss`` is the exact loss restricted to the sub-manifold, so
+    the
     gradients along alpha, beta, gamma agree to float64 rounding (b = 2, a different class set:
     ``test_theorem3_exact_is_the_closed_form_at_f_v_0``). At f_v > 0 they do not: the exact
     population has varied partners colliding with context tokens, which the closed form

@@ -1,5 +1,7 @@
-"""The truncated IMIR forward (mechjax.analysis.imir.forward.truncated) computes exactly what the full
-forward computes: logits, the query loss and accuracy, the trainer's loss and gradients, corners of W(theta), and the
+"""The truncated IMIR forward (mechjax.analysis.imir.forward.truncated) computes exactly what the
+full
+forward computes: logits, the query loss and accuracy, the trainer's loss and gradients, corners of
+W(theta), and the
 trainer built on it; a rotated frame is refused."""
 import dataclasses
 import functools

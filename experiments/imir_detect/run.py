@@ -4,7 +4,8 @@ Per enabled setting (2-layer recall on in-context data, on in-weights data; 2-ho
 5 layers): the theory's model (``imir_config``: frozen centred one-hot embeddings and
 block-swapping ``W_OV``, every entry of every ``W_KQ`` and ``W_U`` trained from small random
 weights, so off-manifold noise is present) is trained for ``n_seeds`` seeds in one program
-(``run_sweep``), then each seed's weights go through ``mechjax.analysis.imir.detection.detector``: the
+(``run_sweep``), then each seed's weights go through ``mechjax.analysis.imir.detection.detector``:
+the
 explained fraction, greedy elimination to the budget ``tau``, units, circuits, canonical units
 vs helpers, accuracies of the full model, the circuit and the circuit without helpers.
 ``--weights=FILE.npz`` or ``--from_workdir=RUN --seed=N`` detects a given model instead (read in

@@ -2,13 +2,13 @@
 3-layer attention-only IMIR model on associative recall: routes L1>L2, L1>L3, L2>L3 (previous-
 token head, match head; ``mechjax.analysis.imir.routes.route_units``).
 
-Data flow: config -> build (every check; the route problem: frame, basis, routes, exact
-population) -> winner map (the exact reduced ODE from a grid of route-unit inits at several
-scales, one vmapped program) -> random initializations projected on the manifold, the ODE from
-each projection and the full transformers trained from each (one vmapped program each), winners
-compared with each other and with the largest-initial-route predictor -> the interaction in a
-cell where the largest route loses (the reduced field's Jacobian along its trajectory) ->
-figures, metrics.npz, summary.json.
+Data flow: config -> build (every check; the route problem: frame, basis, routes, the exact model
+pruned at the task parameters) -> winner map (the exact reduced ODE from a grid of route-unit inits
+at several scales, one vmapped program) -> random initializations projected on the manifold, the ODE
+from each projection and the full transformers trained from each (one vmapped program each), winners
+compared with each other and with the largest-initial-route predictor -> the interaction in a cell
+where the largest route loses (the reduced field's Jacobian along its trajectory) -> figures,
+metrics.npz, summary.json.
 """
 from __future__ import annotations
 

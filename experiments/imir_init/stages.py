@@ -148,7 +148,8 @@ def _pick_loser_cell(grid: dict) -> int | None:
 def interaction(c: dict, pb: im.RouteProblem, grid: dict, summary: dict, metrics: dict,
                 ) -> dict | None:
     """Along the trajectory of a cell where the largest-initial route loses: the route units'
-    Jacobian and each route's drive on each route's match growth (``routes.init_map.route_drive``)."""
+    Jacobian and each route's drive on each route's match growth
+    (``routes.init_map.route_drive``)."""
     cell = _pick_loser_cell(grid)
     if cell is None:
         summary["interaction"] = None

@@ -39,13 +39,16 @@ def frfv_diagram(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> di
     fr_ax = np.linspace(g["f_r_min"], g["f_r_max"], g["n"])
     fv_ax = np.linspace(g["f_v_min"], g["f_v_max"], g["n"])
     FR, FV = np.meshgrid(fr_ax, fv_ax, indexing="ij")
-    log(f"imir_phase: ({g['n']} x {g['n']}) (f_r, f_v) grid, reduced ODE, b={b0}, load {load_average()}")
+    log(f"imir_phase: ({g['n']} x {g['n']}) (f_r, f_v) grid, reduced ODE, b={b0}, "
+        f"load {load_average()}")
     out, t_comp, t_run = fc.timed_grid(c["sizes"], o["init"], b0, FR.ravel(), FV.ravel(),
-                                       float(o["t1"]), o["n_save"], first_step(o["t1"], o["n_steps"]))
+                                       float(o["t1"]), o["n_save"],
+                                       first_step(o["t1"], o["n_steps"]))
     ro = fc.readoff(out, t_ode, np.full(FR.size, float(b0)), o["threshold"])
     sb = b0 * ph.s_factor(FR, FV)
     contour = ph.contour_agreement(sb, ro["icl"].reshape(FR.shape))
-    log(f"grid: {FR.size} ODE solves in {t_run:.1f} s (+ {t_comp:.1f} s compile), load {load_average()}")
+    log(f"grid: {FR.size} ODE solves in {t_run:.1f} s (+ {t_comp:.1f} s compile), "
+        f"load {load_average()}")
     summary.update({"grid_4coord/seconds": t_run, "grid_4coord/compile_seconds": t_comp,
                     "grid_4coord/cells": int(FR.size),
                     "grid_4coord/winner_counts": ph.winner_counts(ro["winner"]),
@@ -62,7 +65,8 @@ def frfv_diagram(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> di
                              rtol=solve.RTOL / 10, atol=solve.ATOL / 10)
         fine = {k: np.asarray(v) for k, v in fine.items()}
     for k in ("theta", "p_rare"):
-        summary[f"grid_4coord/check_f64_tight_max_abs_{k}"] = float(np.max(np.abs(fine[k] - out[k][idx])))
+        summary[f"grid_4coord/check_f64_tight_max_abs_{k}"] = float(
+            np.max(np.abs(fine[k] - out[k][idx])))
     return {"FR": FR, "FV": FV, "fr_ax": fr_ax, "fv_ax": fv_ax, "out": out, "sb": sb,
             "contour": contour, "seconds": t_run}
 

@@ -34,7 +34,7 @@ def build(config) -> dict:
 
 
 def _exact_spec(c: dict) -> bl.BlockListSpec:
-    """The exact model's sections (``dynamics.model``, ``exact_b``, ``exact_check``, ``theorems.four_coord``,
+    """The exact model's sections (``exact``, ``exact_b``, ``exact_check``, ``exact_theorems``,
     ``exact_sgd``, ``validate*``, ``sizes_scan``); returns the default diagram's spec."""
     e = c["exact"]
     if e["n_blocks"] > 5:

@@ -38,7 +38,8 @@ def frfv_diagram(c: dict, summary: dict, metrics: dict) -> dict:
         f"load {load_average()}")
     out, t_comp, t_run = grid.timed_cells(model, o["init"], FR.ravel(), FV.ravel(),
                                                  float(e["t1"]), e["n_save"], e["rtol"],
-                                                 first_step(e["t1"], e["n_steps"]), **grid_settings(e))
+                                                 first_step(e["t1"], e["n_steps"]),
+                                                 **grid_settings(e))
     ro = ph.readoff(out, t, o["threshold"])
     sb = e["b"] * ph.s_factor(FR, FV)
     contour = ph.contour_agreement(sb, ro["icl"].reshape(FR.shape))

@@ -28,7 +28,7 @@ def _iwl_digest(rows: list[dict]) -> list[dict]:
 def theorems(c: dict, summary: dict, metrics: dict) -> None:
     """Theorem 2 along exact trajectories and at the 4-coordinate protocol point, Theorem 3's
     linearity in b on the exact classes, and the emergence order of (alpha, beta, gamma, delta)
-    in the exact dynamics and in full training (``theorems.four_coord``), on the exact grid's spec."""
+    in the exact dynamics and in full training (``theorems``), on the exact grid's spec."""
     e, o, x, t = c["exact"], c["ode"], c["exact_theorems"], c["task"]
     spec = spec_of(e)
     model = exact.make(spec)

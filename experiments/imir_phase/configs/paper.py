@@ -11,7 +11,8 @@ def get_config():
     # the (b, f_r) diagram: b = 1 .. n_blocks - 1
     c.task_b = dict(n_common=32, n_rare=32, n_blocks=16, f_v=0.1)
     c.grid = dict(n=64, f_r_min=0.0, f_r_max=1.0, f_v_min=0.0, f_v_max=1.0)
-    # ODEs: adaptive (mechjax.analysis.imir.dynamics.solver); n_steps sets the first step, t1 / n_steps
+    # ODEs: adaptive (mechjax.analysis.imir.dynamics.solver); n_steps sets the first step,
+    # t1 / n_steps
     c.ode = dict(t1=8000.0, n_steps=200, n_save=50, init=[0.1, 0.1, 0.1, 0.1], threshold=0.5,
                  check_cells=16)
     c.theorem2 = dict(n_common=256, n_rare=256, n_blocks=4, b=1, p_iwl=0.999,

@@ -12,7 +12,7 @@ tasks, as subpackages by concept (docs/imir.md opens with the map).
                architecture) and plain SGD;
 ``phase``      phase-diagram read-offs, the exact diagrams, their checks, the 4-coordinate
                comparison;
-``theorems.four_coord``   Theorems 2 and 3 and the emergence order;
+``theorems``   Theorems 2 and 3 and the emergence order;
 ``detection``  circuit detection on trained weights;
 ``routes``     competing induction routes of deep models and which one wins.
 """

@@ -89,7 +89,7 @@ def ode_vs_gd(spec: bl.BlockListSpec = TINY, t1: float = 400.0, lr: float = 0.2,
               n_save: int = 40, init_scale: float = 0.1, seed: int = 0,
               n_init: int = 1, return_trajectories: bool = False) -> dict:
     """Reduced ODE (full basis) vs gradient descent on every weight, from the same points.
-    ``return_trajectories`` adds ``trajectories`` (first start: ``t``, ``dynamics.reference``/``gd`` coordinates
+    ``return_trajectories`` adds ``trajectories`` (first start: ``t``, ``ode``/``gd`` coordinates
     ``[n_save + 1, n]``, and the 4 coordinates largest at the end as ``ode_top``/``gd_top``)."""
     tp = {k: jnp.float32(v) for k, v in spec.default_params().items()}
     support = bl.enumerate_support(spec).prune(tp)

@@ -1,6 +1,7 @@
 """Plain (stochastic) gradient descent with a constant learning rate, recorded at equal intervals:
 the Euler scheme of the gradient flow, so step ``k`` sits at time ``t = k * lr`` (docs/imir.md,
-section 4). One loop for the full-batch descent on an exact population (``dynamics.reference.gradient_descent``)
+section 4). One loop for the full-batch descent on an exact population
+(``dynamics.reference.gradient_descent``)
 and for the sampled-batch training of grid cells (``cells.train_cells``).
 
 (``mechjax.train.Trainer`` is the general training loop; these two stay apart from it because

@@ -10,7 +10,8 @@ winners carry over to an ordinary transformer. Attention is non-causal, as in th
 
 All cells x seeds are one compiled program: ``make_train`` + ``run_sweep`` with the cells as
 traced hyperparameters ``task.f_r``, ``task.f_v``. The read-offs at every evaluation are the
-exact dynamics' (``dynamics.model``): ``p_rare`` / ``acc_rare`` mean target probability / argmax accuracy
+exact dynamics' (``dynamics.model``): ``p_rare`` / ``acc_rare`` mean target probability / argmax
+accuracy
 with the relevant item rare and the distractors at the cell's law (``cells.eval_pool`` with
 ``rare_relevant``), ``p_iwl`` / ``acc_iwl`` the probability / argmax accuracy of ``C(a)`` on
 common faithful queries (``f_r = f_v = 0``) whose relevant block was replaced by a distractor

@@ -2,7 +2,8 @@
 associative recall, for any context size; the engine behind the phase diagrams.
 
 On the sub-manifold ``W_KQ1 = alpha M``, ``W_KQ2 = beta I_t O1^T``, ``W_U = gamma O2 I_t + delta C``
-(``submanifold.abgd_coordinates``) of the centred IMIR frame (``basis.make_frame``), the forward pass of a
+(``submanifold.abgd_coordinates``) of the centred IMIR frame (``basis.make_frame``), the forward
+pass of a
 recall sequence (``n`` blocks ``[x y]``, ring of ``T = 2n - 1`` positions, query token ``a`` whose
 partner ``y`` sits in ``b`` copies of the relevant block) reduces to a few numbers
 (docs/imir.md, section 6):

@@ -20,8 +20,10 @@ from mechjax.tasks.blocklist import population as pop
 
 def vs_full_ode(spec: bl.BlockListSpec, init_sub, f_r, f_v, t1: float, n_save: int,
                 dt0: float | None = None) -> dict:
-    """The exact dynamics against the enumerated full-manifold ODE (``dynamics.reference.enumerated_field`` through
-    the engine on ``symmetric_support``) from the same point, per cell: ``dynamics.reference.max_rel_deviation``
+    """The exact dynamics against the enumerated full-manifold ODE
+    (``dynamics.reference.enumerated_field`` through
+    the engine on ``symmetric_support``) from the same point, per cell:
+    ``dynamics.reference.max_rel_deviation``
     of the coordinate trajectories (the enumerated ODE is the reference), and seconds of each."""
     model = exact.make(spec)
     th0 = jnp.asarray(exact.abgd_init(model, init_sub), jnp.float32)
@@ -49,7 +51,8 @@ def vs_sgd(spec: bl.BlockListSpec, init_sub, f_r: float, f_v: float, lr: float, 
            n_save: int, batch_size: int, seed: int = 0, dt0: float | None = None) -> dict:
     """The exact dynamics against SGD on every weight of the IMIR transformer from the same
     on-manifold point (``cells.train_cells``, the trained weights' least-squares coordinates):
-    ``dynamics.reference.max_rel_deviation`` until the trained loss has dropped 90% (as ``measure.ode_vs_gd``),
+    ``dynamics.reference.max_rel_deviation`` until the trained loss has dropped 90% (as
+    ``measure.ode_vs_gd``),
     and over the whole run."""
     model = exact.make(spec)
     tr = imir_cells.train_cells(spec, init_sub, np.array([f_r]), np.array([f_v]), lr, steps,

@@ -31,7 +31,8 @@ def solve_grid(sizes: rd.RecallSizes, theta0: Sequence[float], b, f_r, f_v, t1: 
                n_save: int, dtype=jnp.float32, rtol: float = solve.RTOL,
                atol: float = solve.ATOL, dt0: float | None = None) -> dict[str, jax.Array]:
     """Reduced ODE for every cell of a flat grid (``b``, ``f_r``, ``f_v`` broadcast to ``[G]``):
-    one jitted ``vmap``. Returns ``theta [G, n_save + 1, 4]`` and the ``dynamics.four_coord.metrics``
+    one jitted ``vmap``. Returns ``theta [G, n_save + 1, 4]`` and the
+    ``dynamics.four_coord.metrics``
     ``[G, n_save + 1]`` along the trajectories."""
     b, f_r, f_v = (jnp.asarray(np.ravel(x), dtype)
                    for x in np.broadcast_arrays(b, f_r, f_v))

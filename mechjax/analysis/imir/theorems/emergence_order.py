@@ -43,7 +43,8 @@ def emergence(model: exact.ExactRecall, init_sub: Sequence[float], f_r: float, f
       fresh batches of ``batch_size``; time ``step * lr``), projected by the same projector;
     * with ``four_coord``, the 4-coordinate closed form on the same spec, for reference.
 
-    Emergence of a coordinate is ``phase.departure_times`` at ``phase.readoffs.EMERGENCE_LEVEL`` (the
+    Emergence of a coordinate is ``phase.departure_times`` at ``phase.readoffs.EMERGENCE_LEVEL``
+    (the
     first time it has moved that far from its initial value, linear interpolation between
     saved times), as ``phase.four_coord.reference_emergence``.
     """

@@ -7,8 +7,10 @@ The ICL gradient at a full-coordinate point ``theta`` is the loss derivative alo
 (alpha, beta, gamma) directions of ``submanifold.abgd_coordinates``, ``-(phi[:3] @ grad_theta L)``
 (``icl_gradient``). On the 4-dim sub-manifold ``theta = (alpha, beta, gamma, delta) @ phi`` this
 is ``theorems.four_coord.icl_gradient`` of the same spec whenever the exact loss restricted to the
-sub-manifold is ``dynamics.four_coord.loss``: that holds at ``f_v = 0``; at ``f_v > 0`` the exact population
-also has varied partners that collide with a context token, which ``dynamics.four_coord``'s ideal population
+sub-manifold is ``dynamics.four_coord.loss``: that holds at ``f_v = 0``; at ``f_v > 0`` the exact
+population
+also has varied partners that collide with a context token, which ``dynamics.four_coord``'s ideal
+population
 excludes, so the two differ by a few per cent there (measured in
 tests/test_imir_theorems.py).
 
@@ -197,10 +199,13 @@ def prediction_errors(rows: Sequence[dict]) -> dict:
 def theorem2_protocol_point(model: exact.ExactRecall, init_sub: Sequence[float], p_iwl: float,
                             settings: Sequence[tuple[float, float]]) -> dict:
     """The 4-coordinate protocol on the exact loss: ICL at ``init_sub[:3]``, ``delta`` at the
-    value where ``dynamics.four_coord.p_iwl`` is ``p_iwl`` (``theorems.four_coord.delta_for_p_iwl`` on the model's
+    value where ``dynamics.four_coord.p_iwl`` is ``p_iwl`` (``theorems.four_coord.delta_for_p_iwl``
+    on the model's
     spec), against ``delta = init_sub[3]``; every other coordinate 0 (the sub-manifold). Per
-    setting the exact ``ratio_gamma`` and ``theorems.four_coord.theorem2_ratio`` on the same spec (equal
-    where the exact loss restricted to the sub-manifold is ``dynamics.four_coord.loss``, i.e. ``f_v = 0``).
+    setting the exact ``ratio_gamma`` and ``theorems.four_coord.theorem2_ratio`` on the same spec
+    (equal
+    where the exact loss restricted to the sub-manifold is ``dynamics.four_coord.loss``, i.e. ``f_v
+    = 0``).
     """
     sizes = rd.RecallSizes.from_spec(model.spec)
     d = th.delta_for_p_iwl(sizes, p_iwl)
