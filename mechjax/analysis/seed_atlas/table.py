@@ -5,11 +5,13 @@
 
 A measure is ``fn(params, model_cfg) -> float`` on one model's parameters (TransformerLens names,
 no seed axis). Nothing is retrained: every column is one parameter snapshot of the run. A measure
-written in JAX is vmapped over the seeds (one compiled call per measure and step); one that is
-not traceable (it converts to numpy, branches on values) is called once per seed instead.
+written in JAX is vmapped over the seeds and compiled once (one program per measure, reused at
+every step); one that is not traceable (it converts to numpy, branches on values) is called once
+per seed instead.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Mapping, Sequence
 
 import jax
@@ -46,12 +48,19 @@ def measure_table(run, measures: Mapping[str, Measure], steps: Sequence[int] | N
     return {name: np.stack(cols, axis=1) for name, cols in columns.items()}
 
 
+@functools.lru_cache(maxsize=64)
+def _vmapped(fn: Measure):
+    """``fn`` over a seed axis of the parameters, jitted with the config static: one trace and
+    one compile per measure (and config), shared by every step of every table."""
+    return jax.jit(jax.vmap(fn, in_axes=(0, None)), static_argnums=1)
+
+
 def _per_seed(name: str, fn: Measure, stacked: Mapping[str, np.ndarray],
               cfg: ModelConfig) -> np.ndarray:
     """``fn`` of each seed's parameters: ``[n_seeds]`` floats (vmapped when ``fn`` traces)."""
     n = len(next(iter(stacked.values())))
     try:
-        values = np.asarray(jax.vmap(lambda p: fn(p, cfg))(dict(stacked)), np.float64)
+        values = np.asarray(_vmapped(fn)(dict(stacked), cfg), np.float64)
     except _NOT_TRACEABLE:
         values = np.asarray([fn({k: v[i] for k, v in stacked.items()}, cfg) for i in range(n)],
                             np.float64)
