@@ -1,0 +1,166 @@
+"""Reddy (ICLR 2024) minimal in-context classification task, as pure samplers of keys.
+
+A sequence is ``x_1, l_1, ..., x_N, l_N, x_q``: N item-label pairs and a query item, every token a
+vector in D dimensions. Items come from K classes with means ``mu_k ~ N(0, I/D)``; an item of class
+k is ``(mu_k + eps * eta) / sqrt(1 + eps^2)`` with ``eta ~ N(0, I/D)`` fresh per item (eps is the
+within-class noise). Class k carries label ``k mod L``; each label is a fixed vector
+``~ N(0, I/D)``. Classes are drawn with Zipf probabilities ``p_k ~ (k + 1)^-alpha``. Burstiness B:
+B of the N context items are fresh items of the query's class, the other N - B are drawn iid from
+the Zipf distribution (so B = 0 is a context with no planted copy), at shuffled slots.
+
+Probes, as Reddy and Chan et al. measure them:
+  ``icl``: two novel classes (means drawn fresh per sequence, so not learnable in weights), each
+    given a distinct random label, N/2 items of each in context, query from one of them; correct
+    means predicting the label the context gives its class.
+  ``iwl``: query from the training classes (Zipf), no context item of the query's class; correct
+    means predicting the class's fixed label.
+
+K, B, eps and alpha are traced task parameters (``K`` masks a pool of ``k_max`` means), so a
+sweep vmaps seeds x (K, B, eps, alpha) in one compiled program. ``data_seed`` fixes means and label
+vectors. What Reddy's text leaves to us (derived here): labels ``k mod L`` rather than a random map
+(classes are exchangeable under random means, so it is the same distribution); B = 0 means no
+planted copy; the ICL probe is 2-way with N/2 copies each.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from mechjax.config import ConfigError
+
+Batch = dict[str, jax.Array]
+
+
+@dataclasses.dataclass(frozen=True)
+class IclSpec:
+    """Static sizes: ``d`` item dims, ``n_ctx`` context pairs N, ``n_labels`` L, ``k_max`` largest K
+    a sweep may use; defaults of the traced knobs (K, B, eps, alpha) in ``default_params``."""
+
+    d: int = 63
+    n_ctx: int = 8
+    n_labels: int = 32
+    k_max: int = 512
+    k: int = 512
+    burstiness: int = 2
+    noise: float = 0.1
+    zipf: float = 0.0
+    data_seed: int = 0
+
+    def __post_init__(self):
+        check_values(self.d, self.n_ctx, self.n_labels, self.k_max, self.k, self.burstiness,
+                     self.zipf, self.noise)
+
+    @property
+    def seq_len(self) -> int:
+        return 2 * self.n_ctx + 1
+
+    def default_params(self) -> dict[str, float]:
+        return {"K": float(self.k), "B": float(self.burstiness), "eps": float(self.noise),
+                "alpha": float(self.zipf), "data_seed": float(self.data_seed)}
+
+
+def check_values(d: int, n: int, l: int, k_max: int, k: float, b: float, alpha: float,
+                 eps: float = 0.0) -> None:
+    """One-line ConfigErrors for values the task cannot represent (also used on sweep grids)."""
+    if d < 1:
+        raise ConfigError(f"D={d}: item dimension must be >= 1")
+    if n < 2 or n % 2:
+        raise ConfigError(f"N={n}: context pairs must be even and >= 2 (the ICL probe is 2-way)")
+    if l < n:
+        raise ConfigError(f"L={l} < N={n}: need at least as many labels as context pairs")
+    if not 1 <= k <= k_max:
+        raise ConfigError(f"K={k}: allowed 1..k_max={k_max}")
+    if not 0 <= b <= n:
+        raise ConfigError(f"B={b} > N={n} (or < 0): burstiness must be in 0..N")
+    if alpha < 0:
+        raise ConfigError(f"Zipf exponent alpha={alpha}: must be >= 0")
+    if eps < 0:
+        raise ConfigError(f"noise eps={eps}: must be >= 0")
+
+
+def tables(spec: IclSpec, params) -> tuple[jax.Array, jax.Array]:
+    """Class means ``[k_max, d]`` and label vectors ``[L, d]`` from ``params['data_seed']``."""
+    key = jax.random.PRNGKey(jnp.asarray(params["data_seed"], jnp.int32))
+    km, kl = jax.random.split(key)
+    scale = 1.0 / jnp.sqrt(spec.d)
+    return (jax.random.normal(km, (spec.k_max, spec.d)) * scale,
+            jax.random.normal(kl, (spec.n_labels, spec.d)) * scale)
+
+
+def class_probs(spec: IclSpec, params) -> jax.Array:
+    """Zipf probabilities over the first K of ``k_max`` classes ``[k_max]`` (0 beyond K)."""
+    rank = jnp.arange(spec.k_max, dtype=jnp.float32) + 1.0
+    w = jnp.where(rank <= params["K"], rank ** -params["alpha"], 0.0)
+    return w / w.sum()
+
+
+def _items(key: jax.Array, means: jax.Array, eps: jax.Array) -> jax.Array:
+    """Noisy items ``[..., d]`` around ``means [..., d]``."""
+    eta = jax.random.normal(key, means.shape) / jnp.sqrt(means.shape[-1])
+    return (means + eps * eta) / jnp.sqrt(1.0 + eps ** 2)
+
+
+def _interleave(x_ctx: jax.Array, lab_vec: jax.Array, x_q: jax.Array) -> jax.Array:
+    """``[N, d]`` items, ``[N, d]`` label vectors, ``[d]`` query -> ``[2N + 1, d]``."""
+    pairs = jnp.stack([x_ctx, lab_vec], axis=1).reshape(-1, x_ctx.shape[-1])
+    return jnp.concatenate([pairs, x_q[None]], axis=0)
+
+
+def _train_one(key: jax.Array, spec: IclSpec, params, means, lvec, p) -> Batch:
+    kq, kc, kperm, kx = jax.random.split(key, 4)
+    n = spec.n_ctx
+    c_q = jax.random.choice(kq, spec.k_max, p=p)
+    drawn = jax.random.choice(kc, spec.k_max, (n,), p=p)
+    planted = jnp.arange(n) < jnp.round(params["B"])
+    cls = jax.random.permutation(kperm, jnp.where(planted, c_q, drawn))
+    x = _items(kx, means[jnp.concatenate([cls, c_q[None]])], params["eps"])
+    ctx_lab = cls % spec.n_labels
+    return {"inputs": _interleave(x[:n], lvec[ctx_lab], x[n]), "labels": c_q % spec.n_labels,
+            "ctx_labels": ctx_lab, "ctx_classes": cls, "query_class": c_q}
+
+
+def _iwl_one(key: jax.Array, spec: IclSpec, params, means, lvec, p) -> Batch:
+    kq, kc, kx = jax.random.split(key, 3)
+    n = spec.n_ctx
+    c_q = jax.random.choice(kq, spec.k_max, p=p)
+    # Context classes from the training distribution with the query's class removed.
+    p_other = p.at[c_q].set(0.0)
+    p_other = jnp.where(p_other.sum() > 0, p_other / p_other.sum(), p)
+    cls = jax.random.choice(kc, spec.k_max, (n,), p=p_other)
+    x = _items(kx, means[jnp.concatenate([cls, c_q[None]])], params["eps"])
+    ctx_lab = cls % spec.n_labels
+    return {"inputs": _interleave(x[:n], lvec[ctx_lab], x[n]), "labels": c_q % spec.n_labels,
+            "ctx_labels": ctx_lab, "ctx_classes": cls, "query_class": c_q}
+
+
+def _icl_one(key: jax.Array, spec: IclSpec, params, means, lvec, p) -> Batch:
+    del means, p
+    km, kl, kperm, kq, kx = jax.random.split(key, 5)
+    n = spec.n_ctx
+    novel = jax.random.normal(km, (2, spec.d)) / jnp.sqrt(spec.d)
+    labs = jax.random.choice(kl, spec.n_labels, (2,), replace=False)
+    which = jax.random.permutation(kperm, jnp.arange(n) % 2)
+    q = jax.random.randint(kq, (), 0, 2)
+    x = _items(kx, novel[jnp.concatenate([which, q[None]])], params["eps"])
+    ctx_lab = labs[which]
+    # ctx_classes / query_class: -1 - (novel index), never a training class.
+    return {"inputs": _interleave(x[:n], lvec[ctx_lab], x[n]), "labels": labs[q],
+            "ctx_labels": ctx_lab, "ctx_classes": -1 - which, "query_class": -1 - q}
+
+
+_KINDS = {"train": _train_one, "icl": _icl_one, "iwl": _iwl_one}
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "batch_size", "kind"))
+def sample(key: jax.Array, spec: IclSpec, params, batch_size: int, kind: str = "train") -> Batch:
+    """A batch: ``inputs [b, 2N+1, d]`` float32, ``labels [b]`` int32 (the query's label), and
+    ``ctx_labels [b, N]``, ``ctx_classes [b, N]``, ``query_class [b]`` for probes and tests.
+    ``kind``: ``train`` | ``icl`` | ``iwl``. Jittable; ``params`` may be traced."""
+    means, lvec = tables(spec, params)
+    p = class_probs(spec, params)
+    one = _KINDS[kind]
+    keys = jax.random.split(key, batch_size)
+    return jax.vmap(lambda k: one(k, spec, params, means, lvec, p))(keys)

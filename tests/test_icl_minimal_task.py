@@ -1,0 +1,81 @@
+"""The Reddy minimal ICL task: planted statistics (burstiness, Zipf, noise) and probe definitions."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from mechjax.config import ConfigError
+from mechjax.tasks import icl_minimal as icl
+
+SPEC = icl.IclSpec(d=16, n_ctx=8, n_labels=8, k_max=64, k=16, burstiness=2, noise=0.1)
+BATCH = 4000
+
+
+@jax.jit
+def _train_over_b(key, bs):
+    """One compiled program: a training batch for every B in ``bs`` (B traced)."""
+    def one(b):
+        params = dict(SPEC.default_params(), B=b)
+        return icl.sample(key, SPEC, params, BATCH)
+    return jax.vmap(one)(bs)
+
+
+def test_burstiness_count_matches_spec():
+    bs = jnp.array([0.0, 2.0, 4.0, 8.0])
+    out = _train_over_b(jax.random.PRNGKey(0), bs)
+    same = np.asarray(out["ctx_classes"] == out["query_class"][..., None]).sum(-1)  # [nb, b]
+    for i, b in enumerate([0, 2, 4, 8]):
+        # B planted copies plus chance hits among N - B uniform draws over K = 16 classes.
+        expect = b + (8 - b) / 16
+        assert same[i].min() >= b
+        assert abs(same[i].mean() - expect) < 4 * np.sqrt((8 - b) / 16 / BATCH) + 1e-9
+
+
+def test_zipf_frequencies_match():
+    params = dict(SPEC.default_params(), alpha=1.0, K=8.0)
+    out = jax.jit(lambda k: icl.sample(k, SPEC, params, 20000))(jax.random.PRNGKey(1))
+    counts = np.bincount(np.asarray(out["query_class"]), minlength=SPEC.k_max)
+    p = 1.0 / np.arange(1, 9)
+    p /= p.sum()
+    assert counts[8:].sum() == 0
+    chi2 = ((counts[:8] - 20000 * p) ** 2 / (20000 * p)).sum()
+    assert chi2 < 24.3  # 7 dof, p = 0.001
+
+
+def test_noise_and_labels():
+    params = SPEC.default_params()
+    out = icl.sample(jax.random.PRNGKey(2), SPEC, params, 500)
+    means, lvec = icl.tables(SPEC, params)
+    xq = np.asarray(out["inputs"][:, -1])
+    # Within-class noise 0.1: the query's nearest class mean is its own class.
+    nearest = np.argmax(xq @ np.asarray(means[:16]).T, axis=1)
+    assert (nearest == np.asarray(out["query_class"])).mean() > 0.99
+    np.testing.assert_array_equal(out["labels"], out["query_class"] % 8)
+    np.testing.assert_allclose(out["inputs"][:, 1:-1:2], lvec[out["ctx_labels"]], atol=1e-6)
+
+
+def test_iwl_probe_has_no_query_class_in_context():
+    out = icl.sample(jax.random.PRNGKey(3), SPEC, SPEC.default_params(), 2000, kind="iwl")
+    assert not np.any(np.asarray(out["ctx_classes"] == out["query_class"][:, None]))
+    np.testing.assert_array_equal(out["labels"], out["query_class"] % 8)
+
+
+def test_icl_probe_novel_classes_labels_in_context():
+    out = icl.sample(jax.random.PRNGKey(4), SPEC, SPEC.default_params(), 2000, kind="icl")
+    assert np.all(np.asarray(out["query_class"]) < 0)  # novel: never a training class
+    hits = np.asarray(out["ctx_labels"] == out["labels"][:, None]).sum(-1)
+    np.testing.assert_array_equal(hits, 4)  # the query's label given by N/2 context pairs
+    x = np.asarray(out["inputs"])
+    ctx, xq = x[:, 0:-1:2], x[:, -1]
+    same = np.asarray(out["ctx_classes"] == out["query_class"][:, None])
+    sim = np.einsum("bnd,bd->bn", ctx, xq)
+    assert (np.where(same, sim, -9).max(1) > np.where(~same, sim, -9).max(1)).mean() > 0.99
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(n_labels=4), "L=4 < N=8"), (dict(burstiness=9), "B=9 > N=8"),
+    (dict(zipf=-0.5), "alpha=-0.5"), (dict(d=0), "D=0")])
+def test_bad_values_one_line_errors(kw, msg):
+    with pytest.raises(ConfigError, match=msg) as e:
+        icl.IclSpec(**dict(dict(d=16, n_labels=8, k_max=64, k=16), **kw))
+    assert "\n" not in str(e.value)
