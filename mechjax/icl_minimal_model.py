@@ -45,6 +45,9 @@ class IclModelConfig:
     def is_frozen(self, name: str) -> bool:
         return False
 
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
 
 def init_params(key: jax.Array, cfg: IclModelConfig, scale: jax.Array | float = 1.0) -> Params:
     """Attention ``W_{Q,K,V}`` per layer and MLP weights; std ``scale / sqrt(fan_in)``."""

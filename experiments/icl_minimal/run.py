@@ -1,0 +1,94 @@
+"""Reddy (ICLR 2024) minimal model of ICL vs IWL (SPEC 3.4 anchors).
+
+Stages: config -> checks (one-line errors before compiling) -> one ``run_sweep`` per sweep
+(seeds x values of one knob, one compiled program each; ``mechjax.icl_minimal_model``) -> per-seed
+final and peak ICL/IWL probe accuracies -> summary.json, metrics.npz, figures.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from mechjax import experiment
+from mechjax import icl_minimal_model as model
+from mechjax.io import write_json, write_npz
+from mechjax.sweep import log, run_sweep
+from mechjax.tasks import icl_minimal as icl
+from mechjax.train import TrainConfig
+
+from experiments.icl_minimal.schema import SCHEMA
+
+TASK_KNOB = {"K": "k", "B": "burstiness", "eps": "noise", "alpha": "zipf"}
+
+
+def sweep_spec(config, name: str) -> icl.IclSpec:
+    """The task of one sweep; every grid value is checked here (ConfigError, one line)."""
+    t, s = config.task, config.sweeps[name]
+    spec = icl.IclSpec(d=t.d, n_ctx=t.n_ctx, n_labels=s.n_labels or t.n_labels, k_max=t.k_max,
+                       k=t.k, burstiness=t.burstiness, noise=t.noise, zipf=t.zipf,
+                       data_seed=t.data_seed)
+    for v in s["values"]:
+        if s.knob in TASK_KNOB:
+            try:
+                icl.IclSpec(**{**spec.__dict__, TASK_KNOB[s.knob]: v})
+            except Exception as err:
+                raise type(err)(f"sweeps.{name}.values: {err}") from None
+    return spec
+
+
+def train_sweep(config, name: str, workdir: str) -> dict[str, Any]:
+    s, tr = config.sweeps[name], config.train
+    spec = sweep_spec(config, name)
+    tc = TrainConfig(steps=s.steps, eval_every=tr.eval_every, optimizer=tr.optimizer,
+                     eval_chunk=None)
+    trainer = model.make_trainer(spec, tc, tr.batch_size, tr.eval_size, tr.mlp_width)
+    key = s.knob if s.knob == "weight_decay" else f"task.{s.knob}"
+    grid = {"lr": [tr.lr] * len(s["values"]), key: list(s["values"])}
+    if s.knob != "weight_decay":
+        grid["weight_decay"] = [tr.weight_decay] * len(s["values"])
+    t0 = time.time()
+    res = run_sweep(trainer, experiment.seeds(config), grid, os.path.join(workdir, name),
+                    chunk_evals=s.chunk_evals, log_every_chunk=False)
+    icl_acc, iwl_acc = res.metrics["acc/icl"], res.metrics["acc/iwl"]  # [seeds, grid, evals]
+    log(f"{name}: {len(s['values'])} values x {len(res.seeds)} seeds in {time.time() - t0:.0f}s, "
+        f"{res.traces} trace(s)")
+    return {"values": list(s["values"]), "knob": s.knob, "steps": res.steps,
+            "icl": icl_acc, "iwl": iwl_acc, "traces": res.traces, "seconds": time.time() - t0}
+
+
+def sweep_summary(name: str, out: dict[str, Any]) -> dict[str, Any]:
+    """Per seed (rows) and value (columns): final ICL/IWL probe accuracy, peak ICL."""
+    return {f"{name}/values": out["values"], f"{name}/knob": out["knob"],
+            f"{name}/icl_final": np.round(out["icl"][..., -1].astype(float), 3).tolist(),
+            f"{name}/iwl_final": np.round(out["iwl"][..., -1].astype(float), 3).tolist(),
+            f"{name}/icl_peak": np.round(out["icl"].max(-1).astype(float), 3).tolist(),
+            f"{name}/traces": out["traces"], f"{name}/seconds": round(out["seconds"], 1)}
+
+
+def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
+    config = SCHEMA.validate(config)
+    names = list(config.run_sweeps)
+    for name in names:  # every check before anything compiles
+        sweep_spec(config, name)
+    experiment.start(workdir, config, overwrite)
+    summary: dict[str, Any] = {"n_seeds": config.n_seeds}
+    arrays = {}
+    for name in names:
+        out = train_sweep(config, name, workdir)
+        summary.update(sweep_summary(name, out))
+        arrays.update({f"{name}/icl": out["icl"], f"{name}/iwl": out["iwl"],
+                       f"{name}/values": np.asarray(out["values"]), f"{name}/steps": out["steps"]})
+    write_npz(os.path.join(workdir, "metrics.npz"), arrays)
+    write_json(os.path.join(workdir, "summary.json"), summary)
+    log(f"wrote {workdir}/summary.json")
+    return summary
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    lines = []
+    for k, v in summary.items():
+        lines.append(f"{k:>24s}: {v}")
+    return "\n".join(lines)

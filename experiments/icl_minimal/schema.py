@@ -1,0 +1,56 @@
+"""The icl_minimal config: every key, what it means and what it allows (``configs/*.py`` give
+values). Cross-key limits (L >= N, B <= N, K <= k_max) are checked by
+``mechjax.tasks.icl_minimal.check_values`` before anything compiles."""
+from mechjax.config_schema import SEEDS, Schema, Section, choice, integer, number, sequence
+
+KNOBS = ("K", "B", "eps", "alpha", "weight_decay")
+SWEEPS = ("K", "B", "eps", "alpha", "l_eq_n", "long")
+
+
+def _sweep(doc: str) -> Section:
+    return Section(
+        doc,
+        knob=choice(KNOBS, "what the grid varies (task knob or weight decay)"),
+        values=sequence(number(ge=0.0), "grid values of the knob", distinct=True),
+        n_labels=integer("labels L for this sweep; 0 = task.n_labels", min=0),
+        steps=integer("optimizer steps per run"),
+        chunk_evals=integer("evaluations per compiled call / checkpoint"),
+    )
+
+
+SCHEMA = Schema(
+    "icl_minimal",
+    **SEEDS,
+    run_sweeps=sequence(choice(SWEEPS), "which sweeps to train, in order", distinct=True),
+    task=Section(
+        "Reddy's minimal in-context classification task (mechjax.tasks.icl_minimal)",
+        d=integer("item dimension D"),
+        n_ctx=integer("context pairs N (even)"),
+        n_labels=integer("labels L"),
+        k_max=integer("largest number of classes any sweep uses"),
+        k=number("classes K (default of every sweep)"),
+        burstiness=number("B: copies of the query's class in context"),
+        noise=number("within-class noise eps", ge=0.0),
+        zipf=number("Zipf exponent alpha over classes", ge=0.0),
+        data_seed=integer("class means and label vectors", min=0),
+    ),
+    train=Section(
+        "optimizer and sizes",
+        optimizer=choice(("adam", "adamw", "sgd"), "optax optimizer"),
+        lr=number("learning rate", gt=0.0),
+        weight_decay=number("weight decay (default of every sweep)", ge=0.0),
+        batch_size=integer("training sequences per step"),
+        eval_size=integer("sequences in each probe (icl, iwl)"),
+        eval_every=integer("steps between probe evaluations"),
+        mlp_width=integer("hidden width of the 3-layer classifier"),
+    ),
+    sweeps=Section(
+        "one compiled program per sweep (seeds x values)",
+        K=_sweep("ICL rises with the number of classes K"),
+        B=_sweep("ICL rises with burstiness B"),
+        eps=_sweep("ICL rises with within-class noise eps"),
+        alpha=_sweep("Zipf exponent near 1 gives both ICL and IWL"),
+        l_eq_n=_sweep("L = N: ICL fails (Reddy: 0 of 6 seeds)"),
+        long=_sweep("trained long: ICL transient without weight decay, kept by L2"),
+    ),
+)

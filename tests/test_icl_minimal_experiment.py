@@ -1,0 +1,27 @@
+"""experiments.icl_minimal: the tiny config end to end, and one-line errors for bad values."""
+import pytest
+
+from experiments.icl_minimal import run
+from experiments.icl_minimal.configs import tiny
+from mechjax.config import ConfigError
+
+
+def test_tiny_config_burstiness_effect_in_every_seed(tmp_path):
+    summary = run.run(tiny.get_config(), str(tmp_path / "w"))
+    assert summary["B/traces"] == 1  # the seeds x B grid is one compiled program
+    for icl_row, iwl_row in zip(summary["B/icl_final"], summary["B/iwl_final"]):
+        assert icl_row[1] > icl_row[0] + 0.2 and iwl_row[0] > iwl_row[1] + 0.2
+
+
+@pytest.mark.parametrize("edit, msg", [
+    (lambda c: c.task.update(dict(n_labels=2)), "L=2 < N=4"),
+    (lambda c: c.sweeps.B.update(dict(values=(0.0, 5.0))), "B=5.0 > N=4"),
+    (lambda c: c.task.update(dict(zipf=-1.0)), "zipf=-1.0"),
+    (lambda c: c.task.update(dict(d=0)), "d=0"),
+])
+def test_bad_values_one_line_errors(tmp_path, edit, msg):
+    config = tiny.get_config()
+    edit(config)
+    with pytest.raises(ConfigError, match=msg) as err:
+        run.run(config, str(tmp_path / "w"))
+    assert "\n" not in str(err.value)
