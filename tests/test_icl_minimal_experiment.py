@@ -9,6 +9,7 @@ from mechjax.config import ConfigError
 def test_tiny_config_burstiness_effect_in_every_seed(tmp_path):
     summary = run.run(tiny.get_config(), str(tmp_path / "w"))
     assert summary["B/traces"] == 1  # the seeds x B grid is one compiled program
+    assert (tmp_path / "w" / "figures" / "B.png").exists()
     for icl_row, iwl_row in zip(summary["B/icl_final"], summary["B/iwl_final"]):
         assert icl_row[1] > icl_row[0] + 0.2 and iwl_row[0] > iwl_row[1] + 0.2
 
@@ -25,3 +26,10 @@ def test_bad_values_one_line_errors(tmp_path, edit, msg):
     with pytest.raises(ConfigError, match=msg) as err:
         run.run(config, str(tmp_path / "w"))
     assert "\n" not in str(err.value)
+
+
+def test_knob_figure_one_line_per_seed():
+    import numpy as np
+    from mechjax.plots.icl_minimal import knob_figure
+    fig = knob_figure([0, 2, 4], np.random.rand(3, 3), np.random.rand(3, 3), "B")
+    assert [len(ax.lines) for ax in fig.axes] == [4, 4]  # 3 seeds + mean per probe

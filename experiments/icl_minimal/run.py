@@ -15,6 +15,8 @@ import numpy as np
 from mechjax import experiment
 from mechjax import icl_minimal_model as model
 from mechjax.io import write_json, write_npz
+from mechjax.plots.icl_minimal import knob_figure
+from mechjax.plots.save import save_figure
 from mechjax.sweep import log, run_sweep
 from mechjax.tasks import icl_minimal as icl
 from mechjax.train import TrainConfig
@@ -81,6 +83,9 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         summary.update(sweep_summary(name, out))
         arrays.update({f"{name}/icl": out["icl"], f"{name}/iwl": out["iwl"],
                        f"{name}/values": np.asarray(out["values"]), f"{name}/steps": out["steps"]})
+        save_figure(knob_figure(out["values"], out["icl"][..., -1], out["iwl"][..., -1],
+                                out["knob"], f"{name}: {config.n_seeds} seeds"),
+                    os.path.join(workdir, "figures", f"{name}.png"))
     write_npz(os.path.join(workdir, "metrics.npz"), arrays)
     write_json(os.path.join(workdir, "summary.json"), summary)
     log(f"wrote {workdir}/summary.json")
