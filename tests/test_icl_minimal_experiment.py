@@ -10,6 +10,7 @@ def test_tiny_config_burstiness_effect_in_every_seed(tmp_path):
     summary = run.run(tiny.get_config(), str(tmp_path / "w"))
     assert summary["B/traces"] == 1  # the seeds x B grid is one compiled program
     assert (tmp_path / "w" / "figures" / "B.png").exists()
+    assert summary["theory/n_runs"] == 4
     for icl_row, iwl_row in zip(summary["B/icl_final"], summary["B/iwl_final"]):
         assert icl_row[1] > icl_row[0] + 0.2 and iwl_row[0] > iwl_row[1] + 0.2
 

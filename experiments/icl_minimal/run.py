@@ -14,6 +14,8 @@ import numpy as np
 
 from mechjax import experiment
 from mechjax import icl_minimal_model as model
+from mechjax.analysis.icl_minimal_map import contour_variable
+from mechjax.analysis.imir.phase.readoffs import contour_agreement
 from mechjax.io import write_json, write_npz
 from mechjax.plots.icl_minimal import knob_figure
 from mechjax.plots.save import save_figure
@@ -70,6 +72,30 @@ def sweep_summary(name: str, out: dict[str, Any]) -> dict[str, Any]:
             f"{name}/traces": out["traces"], f"{name}/seconds": round(out["seconds"], 1)}
 
 
+def theory_separation(config, names, arrays) -> dict[str, Any]:
+    """``s * b`` of every task-knob grid point (docs/icl_minimal.md) against whether each seed
+    formed ICL: the best threshold's agreement (``contour_agreement``, as for block lists)."""
+    sb, formed = [], []
+    for name in names:
+        s = config.sweeps[name]
+        if s.knob not in TASK_KNOB:
+            continue
+        spec = sweep_spec(config, name)
+        for j, v in enumerate(s["values"]):
+            knobs = {"k": spec.k, "alpha": spec.zipf, "eps": spec.noise, "b": spec.burstiness,
+                     {"K": "k", "B": "b", "eps": "eps", "alpha": "alpha"}[s.knob]: v}
+            x = contour_variable(queries_seen=s.steps * config.train.batch_size,
+                                 min_count=config.theory_min_count, **knobs)
+            for acc in arrays[f"{name}/icl"][:, j, -1]:
+                sb.append(x)
+                formed.append(acc >= config.icl_formed)
+    if not sb:
+        return {}
+    out = contour_agreement(np.asarray(sb), np.asarray(formed))
+    return {"theory/sb_threshold": out["c"], "theory/sb_contour_accuracy": out["agreement"],
+            "theory/n_runs": len(sb), "theory/n_icl_formed": int(np.sum(formed))}
+
+
 def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     config = SCHEMA.validate(config)
     names = list(config.run_sweeps)
@@ -86,6 +112,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         save_figure(knob_figure(out["values"], out["icl"][..., -1], out["iwl"][..., -1],
                                 out["knob"], f"{name}: {config.n_seeds} seeds"),
                     os.path.join(workdir, "figures", f"{name}.png"))
+    summary.update(theory_separation(config, names, arrays))
     write_npz(os.path.join(workdir, "metrics.npz"), arrays)
     write_json(os.path.join(workdir, "summary.json"), summary)
     log(f"wrote {workdir}/summary.json")

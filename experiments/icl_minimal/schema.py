@@ -22,6 +22,10 @@ SCHEMA = Schema(
     "icl_minimal",
     **SEEDS,
     run_sweeps=sequence(choice(SWEEPS), "which sweeps to train, in order", distinct=True),
+    icl_formed=number("final ICL probe accuracy that counts as ICL formed (2-way: 0.5 is "
+                      "reading a context label at random)", gt=0.0, le=1.0),
+    theory_min_count=number("a class seen fewer times than this in training is rare (f_r)",
+                            gt=0.0),
     task=Section(
         "Reddy's minimal in-context classification task (mechjax.tasks.icl_minimal)",
         d=integer("item dimension D"),

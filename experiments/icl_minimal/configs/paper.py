@@ -12,6 +12,8 @@ def get_config() -> ml_collections.ConfigDict:
     config = ml_collections.ConfigDict()
     config.n_seeds = 6
     config.seed_offset = 0
+    config.icl_formed = 0.75
+    config.theory_min_count = 100.0
     config.run_sweeps = ("K", "B", "eps", "alpha", "l_eq_n", "long")
     config.task = ml_collections.ConfigDict(dict(
         d=63, n_ctx=8, n_labels=32, k_max=2048, k=512.0, burstiness=4.0, noise=0.1, zipf=0.0,
