@@ -46,7 +46,10 @@ def sweep_spec(config, name: str) -> icl.IclSpec:
 def train_sweep(config, name: str, workdir: str) -> dict[str, Any]:
     s, tr = config.sweeps[name], config.train
     spec = sweep_spec(config, name)
-    tc = TrainConfig(steps=s.steps, eval_every=tr.eval_every, optimizer=tr.optimizer,
+    # optax Adam ignores weight decay; AdamW at weight decay 0 is Adam, so a weight-decay sweep
+    # (Singh's "kept by L2") runs under AdamW whatever train.optimizer says.
+    optimizer = "adamw" if s.knob == "weight_decay" and tr.optimizer == "adam" else tr.optimizer
+    tc = TrainConfig(steps=s.steps, eval_every=tr.eval_every, optimizer=optimizer,
                      eval_chunk=None)
     trainer = model.make_trainer(spec, tc, tr.batch_size, tr.eval_size, tr.mlp_width)
     key = s.knob if s.knob == "weight_decay" else f"task.{s.knob}"
