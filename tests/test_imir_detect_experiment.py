@@ -33,7 +33,9 @@ def test_tiny_config_end_to_end(tiny_run):
     s = summary["recall_icl"]
     assert len(s["per_seed"]) == 2
     for r in s["per_seed"]:
-        assert r["n_coordinates_total"] == 56
+        # the paper's position set P = {I_p, M} (k = 2): 46 coordinates (the extended set: 56)
+        assert r["n_coordinates_total"] == 46
+        assert r["model"] == {"causal": True, "offsets": "fixed", "positions": "paper"}
         assert 0 < r["manifold_explained_fraction"] <= 1
         assert r["n_kept"] == len(r["kept"]) > 0
         assert {"acc/full", "acc/circuit", "acc/circuit_without_helpers"} <= set(r)
@@ -60,7 +62,7 @@ def test_detects_a_given_weights_file(tmp_path):
     t = frame.n_pos
     theta = np.zeros(basis.size)
     for name, v in {"L0H0 I|M|I": 30.0, "L1H0 I|I_rare|O1": 30.0, "L1H0 I|I_common|O1": 30.0,
-                    f"L1H0 I|M^{t - 1}|I": -30.0, "U O2|I_rare": 10.0,
+                    "L1H0 I|I_p|I": -30.0, "U O2|I_rare": 10.0,
                     "U O2|I_common": 10.0}.items():
         theta[basis.index(name)] = v
     params = {**ib.fixed_params(frame), **proj.weights(basis, jnp.asarray(theta, jnp.float32))}
@@ -175,3 +177,18 @@ def test_cli_short_flags_and_one_line_error(tmp_path):
     assert proc.stderr.strip().splitlines()[-1] == \
         f"error: --weights={missing}: weights file {missing!r} does not exist"
     assert not os.path.exists(tmp_path / "run")
+
+
+def test_model_variant_options():
+    """The paper's position set P is the default; the extended set and the non-causal cyclic
+    model are explicit options; a causal model on a cyclic layout is refused in one line."""
+    c = tiny.get_config()
+    s = c.recall_icl.to_dict()
+    assert rd.setting("recall_icl", s)["basis"].sel_kq_names[-2:] == ("I_p", "M")
+    ext = rd.setting("recall_icl", {**s, "causal": False, "offsets": "cyclic",
+                                    "positions": "all"})
+    assert ext["basis"].sel_kq_names[-4:] == ("M", "M^2", "M^3", "M^4")
+    assert ext["spec"].offsets == "cyclic"
+    with pytest.raises(ConfigError, match=r"^recall_icl.offsets=cyclic with recall_icl.causal"
+                                          r"=True: a causal model needs offsets=fixed"):
+        rd.setting("recall_icl", {**s, "offsets": "cyclic"})

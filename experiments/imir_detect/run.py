@@ -52,20 +52,33 @@ def _spec(name: str, s: dict) -> bl.BlockListSpec:
     try:
         kind = "recall" if s["hops"] == 1 else "khop"
         return bl.BlockListSpec(kind=kind, hops=s["hops"], n_common=s["n_common"],
-                                n_rare=s["n_rare"], n_blocks=s["n_blocks"])
+                                n_rare=s["n_rare"], n_blocks=s["n_blocks"],
+                                offsets=s["offsets"])
     except ValueError as err:
         raise ConfigError(f"{name}: {err}") from None
 
 
+POSITION_MODE = {"paper": "literal", "all": "all"}
+
+
 def setting(name: str, s: dict) -> dict:
-    """The setting's task spec, frame and basis."""
+    """The setting's task spec, frame and basis (position selections: ``s['positions']``)."""
+    if s["offsets"] == "cyclic" and s["causal"]:
+        # a rotated query sits mid-sequence: a causal mask would hide the blocks after it
+        raise ConfigError(f"{name}.offsets=cyclic with {name}.causal=True: a causal model "
+                          "needs offsets=fixed (the query ends the sequence)")
     spec = _spec(name, s)
     frame = ib.make_frame(ib.TokenStructure.from_spec(spec), spec.seq_len, s["n_layers"],
                           s["n_heads"])
-    return {"name": name, "cfg": s, "spec": spec, "frame": frame, "basis": ib.make_basis(frame)}
+    basis = ib.make_basis(frame, position_mode=POSITION_MODE[s["positions"]],
+                          block_len=spec.block_len)
+    return {"name": name, "cfg": s, "spec": spec, "frame": frame, "basis": basis}
 
 
-SPEC_KEYS = ("hops", "n_layers", "n_heads", "n_common", "n_rare", "n_blocks", "f_r", "f_v")
+SPEC_KEYS = ("hops", "n_layers", "n_heads", "n_common", "n_rare", "n_blocks", "f_r", "f_v",
+             "causal", "offsets", "positions")
+# a run trained before these keys existed was the non-causal cyclic model on the extended set
+LEGACY = {"causal": False, "offsets": "cyclic", "positions": "all"}
 
 
 def given_model(c: dict) -> src.Source | None:
@@ -99,6 +112,8 @@ def build(config) -> dict:
         if source is not None and name == c["weights_setting"]:
             # a model imir_detect trained: read it in the task it was trained on
             trained = (source.run_config or {}).get(name) or {}
+            if trained:
+                trained = {**LEGACY, **trained}
             settings[name] = setting(name, {**s, **{k: trained[k] for k in SPEC_KEYS
                                                       if k in trained}})
         elif s["enabled"] and source is None:
@@ -122,7 +137,7 @@ def train(st: dict, seeds: list[int], workdir: str) -> dict[str, np.ndarray]:
     s, frame, spec = st["cfg"], st["frame"], st["spec"]
     task = bl.blocklist_task(spec, s["batch_size"], eval_size=512)
     # the exact forward on the populated path blocks (mechjax.analysis.imir.forward.truncated)
-    trainer = TruncatedTrainer(frame, task, ib.imir_config(frame),
+    trainer = TruncatedTrainer(frame, task, ib.imir_config(frame, s["causal"]),
                                TrainConfig(steps=s["steps"], eval_every=s["eval_every"],
                                            optimizer="adam"))
     fixed = ib.fixed_params(frame)
@@ -154,10 +169,12 @@ def detect_one(st: dict, params: dict, d: dict, tau: float, seed: int) -> tuple[
                     exact_max=d["exact_max"], screen=d["screen"], refresh=d["refresh"],
                     bulk_fraction=d["bulk_fraction"], overshoot=d["overshoot"],
                     cost_bulk=d["cost_bulk"],
-                    curve_points=d["curve_points"])
+                    curve_points=d["curve_points"], causal=st["cfg"]["causal"])
     rep = dt.report(det)
+    rep["model"] = {k: st["cfg"][k] for k in ("causal", "offsets", "positions")}
     if d["head_ablation"]:
-        rep["heads"] = dt.against_heads(params, det, st["basis"], eval_batch, tau)
+        rep["heads"] = dt.against_heads(params, det, st["basis"], eval_batch, tau,
+                                        causal=st["cfg"]["causal"])
     return det, rep
 
 

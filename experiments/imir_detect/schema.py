@@ -25,6 +25,14 @@ def _setting(doc: str) -> Section:
         lr=number("Adam learning rate", gt=0.0),
         batch_size=integer("sequences per training step"),
         init_std=number("std of every trained weight entry at step 0", ge=0.0),
+        causal=boolean("causal attention (the paper's model; False: the non-causal variant)",
+                       default=True),
+        offsets=choice(("fixed", "cyclic"), "block-list layout: fixed (the query ends the "
+                       "sequence, no wrap: the paper's) or cyclic (uniformly rotated, for the "
+                       "non-causal theory)", default="fixed"),
+        positions=choice(("paper", "all"), "position selections of the basis: paper (SPEC "
+                         "3.3's P = {I_p, M, .., M^(k-1)}, k the block length) or all (the "
+                         "extended M^1 .. M^(T-1), forward shifts included)", default="paper"),
     )
 
 

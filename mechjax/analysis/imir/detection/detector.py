@@ -81,12 +81,13 @@ def coord_norms(basis: Basis) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=16)
-def model_fns(basis: Basis):
+def model_fns(basis: Basis, causal: bool = False):
     """``loss(theta, batch)``, ``accuracy(theta, batch)`` of the projected IMIR model and
     ``path(theta, masks [m, n], batch) -> (loss [m], acc [m])``; one set per basis, so their
     compilations serve every model of that basis. An unrotated frame runs the exact
-    ``truncated`` forward on the populated path blocks (15-20x less work at 5 layers)."""
-    cfg = imir_config(basis.frame)
+    ``truncated`` forward on the populated path blocks (15-20x less work at 5 layers).
+    ``causal``: the model's attention mask (the paper's model is causal)."""
+    cfg = imir_config(basis.frame, causal)
     fixed = fixed_params(basis.frame)
 
     if basis.frame.rotation is None:
@@ -109,14 +110,14 @@ def model_fns(basis: Basis):
 
 
 @functools.lru_cache(maxsize=16)
-def staged_loss(basis: Basis) -> Staged | None:
+def staged_loss(basis: Basis, causal: bool = False) -> Staged | None:
     """The projected model's loss split at layers (``eliminate.Staged``): a coordinate of layer
     ``l``'s ``W_KQ`` re-runs layers ``>= l``, one of ``W_U`` only the readout. None for a rotated
     frame (no truncated forward)."""
     f = basis.frame
     if f.rotation is not None:
         return None
-    cfg, fixed = imir_config(f), fixed_params(f)
+    cfg, fixed = imir_config(f, causal), fixed_params(f)
     stage_of = np.concatenate([np.full(g.size, f.n_layers if g.head is None
                                        else int(g.param.split(".")[1])) for g in basis.groups])
 
@@ -140,19 +141,20 @@ def merged_params(eff: ex.Effective, frame) -> dict[str, jax.Array]:
     return {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
 
 
-def effective_accuracy(eff: ex.Effective, basis: Basis, batch: Batch) -> float:
+def effective_accuracy(eff: ex.Effective, basis: Basis, batch: Batch,
+                       causal: bool = False) -> float:
     """Accuracy of the model itself (``merged_params``)."""
-    return float(readout_accuracy(merged_params(eff, basis.frame), imir_config(basis.frame),
-                                  batch))
+    return float(readout_accuracy(merged_params(eff, basis.frame),
+                                  imir_config(basis.frame, causal), batch))
 
 
 def against_heads(params: Mapping[str, np.ndarray], det: Detection, basis: Basis, batch: Batch,
-                  tau: float, attn_scale: float | None = None) -> dict:
+                  tau: float, attn_scale: float | None = None, causal: bool = False) -> dict:
     """Head-level analysis of the same model (``heads``: every head mean-ablated on ``batch``,
     important above ``tau``) and the detected units it cannot see; ``heads.report``'s dict."""
     eff = ex.effective_weights(params, attn_scale)
-    ablation = hd.head_ablation(merged_params(eff, basis.frame), imir_config(basis.frame), batch,
-                                tau)
+    ablation = hd.head_ablation(merged_params(eff, basis.frame),
+                                imir_config(basis.frame, causal), batch, tau)
     return hd.report(det.units, det.kinds, ablation)
 
 
@@ -165,10 +167,11 @@ def detect(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch, tau: fl
            eval_batch: Batch | None = None, exact_max: int = 512, screen: int = 32,
            refresh: int = 16, bulk_fraction: float = 0.25, chunk: int = 16,
            overshoot: int = 0, curve_points: int = 48, attn_scale: float | None = None,
-           cost_bulk: float = 0.0) -> Detection:
+           cost_bulk: float = 0.0, causal: bool = False) -> Detection:
     """Detect the circuit of ``params`` (one attention-only model, TransformerLens names) in the
     manifold ``basis`` of its task; ``batch`` drives the elimination, ``eval_batch`` (default
-    ``batch``) the reported accuracies. Keyword arguments: ``eliminate``'s."""
+    ``batch``) the reported accuracies. ``causal``: the model's attention mask; other keyword
+    arguments: ``eliminate``'s."""
     check_tau(tau)
     eff = ex.effective_weights(params, attn_scale)
     ex.check_shapes(eff, basis.frame)
@@ -180,11 +183,11 @@ def detect(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch, tau: fl
                       f"manifold explains {explained['total']:.3f} of its KQ/unembedding "
                       "weights' squared norm; the circuit found is that of its projection",
                       ManifoldWarning, stacklevel=2)
-    loss, _, path_fn = model_fns(basis)
+    loss, _, path_fn = model_fns(basis, causal)
     elim = eliminate(loss, theta, tau, args=(batch,), size=np.abs(np.asarray(theta)) * coord_norms(basis),
                      exact_max=exact_max, screen=screen, refresh=refresh,
                      bulk_fraction=bulk_fraction, chunk=chunk, overshoot=overshoot,
-                     staged=staged_loss(basis), cost_bulk=cost_bulk)
+                     staged=staged_loss(basis, causal), cost_bulk=cost_bulk)
     kept_units = cc.units(basis, np.flatnonzero(elim.kept))
     kinds = cc.classify(kept_units)
     circs, unread = cc.circuits(basis, kept_units)
@@ -200,7 +203,7 @@ def detect(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch, tau: fl
     th = jnp.asarray(theta)
     _, accs = path_fn(th, jnp.asarray(masks, jnp.float32), eval_batch)
     p_loss, p_acc = path_fn(th, jnp.asarray(path, jnp.float32), eval_batch)
-    accuracy = {"full": effective_accuracy(eff, basis, eval_batch),
+    accuracy = {"full": effective_accuracy(eff, basis, eval_batch, causal),
                 "projected": float(accs[0]), "circuit": float(accs[1]),
                 "canonical": float(accs[2])}
     curve = {"n_kept": n - steps, "loss": np.asarray(p_loss), "acc": np.asarray(p_acc),
