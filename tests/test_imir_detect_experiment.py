@@ -192,3 +192,9 @@ def test_model_variant_options():
     with pytest.raises(ConfigError, match=r"^recall_icl.offsets=cyclic with recall_icl.causal"
                                           r"=True: a causal model needs offsets=fixed"):
         rd.setting("recall_icl", {**s, "offsets": "cyclic"})
+    # a checkpoint's own config with a layout or position set the basis has no coordinates for
+    with pytest.raises(ConfigError, match=r"^recall_icl.offsets='linear_gap': the detector's "
+                                          r"basis expresses fixed, cyclic$"):
+        rd.setting("recall_icl", {**s, "offsets": "linear_gap"})
+    with pytest.raises(ConfigError, match=r"^recall_icl.positions='M\^-1'"):
+        rd.setting("recall_icl", {**s, "positions": "M^-1"})

@@ -63,6 +63,12 @@ POSITION_MODE = {"paper": "literal", "all": "all"}
 
 def setting(name: str, s: dict) -> dict:
     """The setting's task spec, frame and basis (position selections: ``s['positions']``)."""
+    # a trained run's config reaches here unvalidated: name what the basis cannot express
+    for key, allowed in (("offsets", ("fixed", "cyclic")), ("positions", tuple(POSITION_MODE)),
+                         ("causal", (True, False))):
+        if s[key] not in allowed:
+            raise ConfigError(f"{name}.{key}={s[key]!r}: the detector's basis expresses "
+                              f"{', '.join(map(str, allowed))}")
     if s["offsets"] == "cyclic" and s["causal"]:
         # a rotated query sits mid-sequence: a causal mask would hide the blocks after it
         raise ConfigError(f"{name}.offsets=cyclic with {name}.causal=True: a causal model "
