@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from mechjax.analysis.ace.basis import mask_basis
 from mechjax.analysis.ace.extract import (Core, Gramians, covariance, extract_from_gramians,
@@ -31,7 +32,7 @@ from mechjax.analysis.ace.identify import MarkovFit, ShiftFit, class_means, cycl
     markov_operator
 from mechjax.analysis.ace.reads import ACE_CHUNK, JACOBIAN_CHUNK, activations, hook_jacobians
 from mechjax.analysis.ace.validate import linear_tail_scan, r_nec, r_suf, validate
-from mechjax.chunks import check_chunk_size, map_chunks
+from mechjax.chunks import check_chunk_size
 from mechjax.config import ModelConfig
 from mechjax.model import Params
 
@@ -228,17 +229,34 @@ def analyse_seeds(params: Params, inputs: Inputs, cfg: ModelConfig, pipe: Pipeli
     return jax.vmap(lambda p: analyse(p, inputs, cfg, pipe))(params)
 
 
+@functools.partial(jax.jit, static_argnames=("cfg", "pipe"))
+def _analyse_block(params: Params, inputs: Inputs, cfg: ModelConfig, pipe: Pipeline) -> Result:
+    """``analyse`` on one block ``[b, n, ...]`` (checkpoints x seeds): fields ``[b, n, ...]``."""
+    return jax.vmap(jax.vmap(lambda p: analyse(p, inputs, cfg, pipe)))(params)
+
+
 def analyse_stack(params: Params, inputs: Inputs, cfg: ModelConfig, pipe: Pipeline,
                   checkpoint_batch: int | None = None) -> Result:
-    """``analyse`` on parameters stacked ``[C, n, ...]`` (checkpoints x seeds) as one compiled
-    program: seeds vmapped, checkpoints through ``lax.map`` with ``checkpoint_batch`` of them
-    vmapped at a time (None: all at once). Every field gains leading axes ``[C, n]``."""
+    """``analyse`` on parameters stacked ``[C, n, ...]`` (checkpoints x seeds): seeds vmapped,
+    ``checkpoint_batch`` checkpoints vmapped at a time (None: all at once). Every field gains
+    leading axes ``[C, n]``.
+
+    Blocks always hold exactly ``checkpoint_batch`` checkpoints (the last padded with copies of
+    the last checkpoint, whose outputs are dropped), run one after another: every stack analysed
+    with the same block size, whatever its ``C``, is then one compiled program (a run's two
+    branches, 4 and 2 checkpoints, compiled twice before). Memory follows the block, as with the
+    ``lax.map`` over blocks this replaces."""
     if checkpoint_batch is not None and (not isinstance(checkpoint_batch, int)
                                          or checkpoint_batch < 1):
         raise ValueError(f"checkpoint_batch={checkpoint_batch!r}: a positive int or None")
-    seeds = jax.vmap(lambda p: analyse(p, inputs, cfg, pipe))
     n_ckpt = jax.tree.leaves(params)[0].shape[0]
-    batch = n_ckpt if checkpoint_batch is None else min(checkpoint_batch, n_ckpt)
-    # ``map_chunks`` pads the last batch with copies of the last checkpoint: lax.map's own
-    # remainder path (a second, differently batched body) was measured to stall on CPU.
-    return jax.jit(lambda ps: map_chunks(jax.vmap(seeds), ps, batch))(params)
+    batch = n_ckpt if checkpoint_batch is None else checkpoint_batch
+    if n_ckpt == batch:
+        return _analyse_block(params, inputs, cfg, pipe)
+    # Padding, slicing and joining on the host: as eager jax ops each would be a compilation.
+    rows = np.minimum(np.arange(-(-n_ckpt // batch) * batch), n_ckpt - 1)
+    padded = jax.tree.map(lambda x: np.asarray(x)[rows], params)
+    blocks = [_analyse_block(jax.tree.map(lambda x: x[i:i + batch], padded), inputs, cfg, pipe)
+              for i in range(0, len(rows), batch)]
+    return jax.tree.map(lambda *xs: jnp.asarray(np.concatenate([np.asarray(x) for x in xs])
+                                                [:n_ckpt]), *blocks)
