@@ -84,3 +84,25 @@ def test_emergence_spearman_per_seed_and_median():
     assert out["value"] == pytest.approx(1.0)  # the median follows the two agreeing seeds
     with pytest.raises(ValueError, match="cell=4"):
         cf.emergence_spearman(exact, trained[:3])
+
+
+def test_stage_compares_each_side_on_its_own_clock():
+    """``cell_stages.clockfree_agreement``: the exact side on gradient-flow time t in [0, 100],
+    the trained side on steps in [1000, 100000] (1000 times slower): the same order, ranking and
+    stable winners agree fully; a common clock would call every trained cell "not yet formed"."""
+    from experiments.imir_phase.cell_stages import clockfree_agreement
+    icl_on, iwl_on = np.array([10.0, 20.0, 30.0]), np.array([40.0, 5.0, np.inf])
+    ex = {"t": T, "out": {"p_rare": sigmoid(icl_on), "p_iwl": sigmoid(iwl_on)}}
+    step = T[1:] * 1000  # 200 saved steps
+    slow = lambda on: 1 / (1 + np.exp(-(step - 1000 * on[..., None]) / 1000))
+    tr = {"step": step, "p_rare": slow(icl_on[:, None].repeat(2, 1)),
+          "p_iwl": slow(iwl_on[:, None].repeat(2, 1))}
+    out = clockfree_agreement(ex, np.arange(3), tr, 0.5, "arm")
+    assert out["arm/order_agreement"] == 1.0 and out["arm/order_agreement_cells"] == 3
+    assert out["arm/emergence_spearman"] == pytest.approx(1.0)
+    assert out["arm/stable_winner_agreement"] == 1.0
+    assert out["arm/stable_winner_agreement_cells"] == 3
+    # IWL's curve given as ICL's on the trained side: the order flips in the first two cells
+    tr_swapped = {**tr, "p_rare": tr["p_iwl"], "p_iwl": tr["p_rare"]}
+    assert clockfree_agreement(ex, np.arange(3), tr_swapped, 0.5, "arm")[
+        "arm/order_agreement"] < 0.5
