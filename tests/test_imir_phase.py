@@ -144,8 +144,12 @@ def test_tiny_end_to_end(tmp_path):
                 "exact_vs_full_ode/max_rel_deviation", "winner_agreement/theory_arch",
                 "ode_vs_training/max_rel_deviation", "grid_b/contour_sb", "grid/n_classes",
                 "winner_agreement/standard_arch", "cells_standard/winner_exact",
-                "boundary/sb_contour_accuracy"):
+                "boundary/sb_contour_accuracy", "standard_arch/order_agreement",
+                "standard_arch/emergence_spearman", "standard_arch/stable_winner_agreement"):
         assert key in saved, key
+    # the clock-free comparisons rank / order the same 2 straddling cells as the one-horizon one
+    assert saved["standard_arch/order_agreement_cells"] == 2
+    assert saved["standard_arch/emergence_spearman_cells"] == 2
     assert not any(k.startswith(("theorem2/", "grid_4coord/")) for k in saved)  # switched off
     # the exact dynamics (orbit classes, coordinate forward) against the enumerated engine ODE
     # (float32 solver noise), and against SGD on full weights from the same point

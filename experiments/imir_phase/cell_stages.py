@@ -8,6 +8,7 @@ import numpy as np
 
 from mechjax.analysis.imir.cells import standard as std_cells
 from mechjax.analysis.imir.cells import theory as imir_cells
+from mechjax.analysis.imir.phase import clockfree as cf
 from mechjax.analysis.imir.phase import readoffs as ph
 from mechjax.sweep import log
 from mechjax.timing import load_average
@@ -91,7 +92,9 @@ def standard_cells(c: dict, ex: dict, summary: dict, metrics: dict,
     major = std_cells.majority(tr["winner"])
     final = {k: tr[k][..., -1] for k in std_cells.READOFFS}
     log(f"standard architecture: {train_s:.1f} s, load {load_average()}")
+    summary.update(clockfree_agreement(ex, pick, tr, o["threshold"], "standard_arch"))
     summary.update({
+        # one horizon: the exact diagram's t1 against the last optimizer step (not one clock)
         "winner_agreement/standard_arch": float(np.mean(tr["winner"] == w_ex[:, None])),
         "winner_agreement/standard_arch_majority": float(np.mean(major == w_ex)),
         "winner_agreement/standard_arch_cells": int(len(pick)),
@@ -109,7 +112,37 @@ def standard_cells(c: dict, ex: dict, summary: dict, metrics: dict,
     metrics.update({f"cells_standard/{k}": tr[k] for k in (*std_cells.READOFFS, "loss", "step",
                                                            "winner")})
     metrics["cells_standard/index"] = pick
-    # no emergence: it is in optimizer steps, not on the diagram's time axis
+    # no emergence on the diagram: it is in optimizer steps, not on the diagram's time axis
+    # (clockfree_agreement ranks it across cells instead)
     return {"x": fr_c, "y": fv_c, "winner": major, "p_rare": final["p_rare"].mean(1),
             "marker": "o", "size": 40,
             "label": "standard architecture (seed majority, mean p)"}
+
+
+def clockfree_agreement(ex: dict, pick: np.ndarray, tr: dict, threshold: float, arm: str,
+                        ) -> dict:
+    """The exact diagram's curves at cells ``pick`` (on ``ex["t"]``) against trained curves
+    ``tr`` (``[cell, seed, n_evals]`` on ``tr["step"]``), each on its own time axis
+    (``phase.clockfree``): ``{arm}/order_agreement`` (which of ICL, IWL forms first),
+    ``{arm}/emergence_spearman`` (ICL emergence ranked across cells) and
+    ``{arm}/stable_winner_agreement`` (winner unchanged over the second half of each run,
+    ``[t/2, t]``), each with ``_cells`` and the seed spread."""
+    t_ex, step = ex["t"], np.asarray(tr["step"], np.float64)
+    icl_ex, iwl_ex = (np.asarray(ex["out"][k])[pick] for k in ("p_rare", "p_iwl"))
+    order = cf.agreement(cf.first_to_form(t_ex, icl_ex, iwl_ex, threshold),
+                         cf.first_to_form(step, tr["p_rare"], tr["p_iwl"], threshold))
+    rho = cf.emergence_spearman(cf.emergence_time(t_ex, icl_ex, threshold),
+                                cf.emergence_time(step, tr["p_rare"], threshold))
+    out = {}
+    if step[0] <= step[-1] / 2:  # a stable winner needs a saved point at or before t/2
+        stable = cf.agreement(
+            cf.stable_winner(t_ex, icl_ex, iwl_ex, threshold, t_ex[-1] / 2),
+            cf.stable_winner(step, tr["p_rare"], tr["p_iwl"], threshold, step[-1] / 2))
+        out.update(_keys(f"{arm}/stable_winner_agreement", stable))
+    return {**out, **_keys(f"{arm}/order_agreement", order),
+            **_keys(f"{arm}/emergence_spearman", rho)}
+
+
+def _keys(name: str, m: dict) -> dict:
+    """``name`` (the value), ``name_cells`` and the rest of ``m`` as ``name_<field>``."""
+    return {name: m["value"], **{f"{name}_{k}": v for k, v in m.items() if k != "value"}}

@@ -32,7 +32,7 @@ def get_config():
                             t3_n_blocks=3, steps=200, n_save_train=10, batch_size=64,
                             eval_size=256, four_coord_reference=False)
     c.validate = dict(n_cells=1, lr=1.0, batch_size=64, eval_size=256, seed=0)
-    c.validate_standard = dict(n_cells=2, n_seeds=1, d_model=8, steps=20, n_evals=1, lr=3e-2,
+    c.validate_standard = dict(n_cells=2, n_seeds=1, d_model=8, steps=20, n_evals=2, lr=3e-2,
                                batch_size=16, eval_size=32, seed=0)
     # the default pipeline only; tests/test_imir_phase.py runs the 4-coordinate comparison
     # by itself (run.four_coordinate_comparison)
