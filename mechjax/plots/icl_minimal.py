@@ -1,18 +1,15 @@
 """ICL and IWL probe accuracy against one knob (K, B, eps, alpha, ...), every seed's curve."""
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import numpy as np
+from matplotlib.figure import Figure
 
 
 def knob_figure(values, icl: np.ndarray, iwl: np.ndarray, knob: str, title: str = "") -> Figure:
     """``icl``, ``iwl``: final probe accuracies ``[n_seeds, n_values]``; thin lines are seeds,
     thick lines the seed mean."""
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2), sharey=True)
+    fig = Figure(figsize=(8, 3.2))  # no pyplot: the backend stays the caller's
+    axes = fig.subplots(1, 2, sharey=True)
     x = np.asarray(values, float)
     log_x = knob == "K" and np.all(x > 0)
     for ax, acc, name, color in ((axes[0], icl, "ICL probe", "C0"), (axes[1], iwl, "IWL probe",
