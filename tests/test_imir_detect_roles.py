@@ -129,3 +129,35 @@ def test_two_hop_composition_is_one_circuit(mirrored_first_hop):
     # without hop 1's look-up the second match has nothing to chain: all helpers
     kinds, _, _ = named(b, [n for n in names if n not in hop1[1:]])
     assert set(kinds.values()) == {"helper"}
+
+
+def _run_dir(tmp_path, kept, legacy=False):
+    import json
+
+    from experiments.imir_detect.configs import tiny
+    cfg = tiny.get_config().to_dict()
+    if legacy:                   # a run from before the causal/offsets/positions keys
+        for k in ("causal", "offsets", "positions"):
+            del cfg["recall_icl"][k]
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    (tmp_path / "summary.json").write_text(json.dumps(
+        {"recall_icl": {"seeds": [0], "per_seed": [{"kept": kept}]}}))
+    return str(tmp_path)
+
+
+def test_reclassify_names_a_saved_run_without_recomputing(tmp_path):
+    from experiments.imir_detect import reclassify as rc
+    from mechjax.config import ConfigError
+    kept = ["L0H0 I|M|I", "L1H0 I|I_rare|O1", "L1H0 I|I_common|O1", "U O2|I_rare"]
+    (r,) = rc.reclassify(_run_dir(tmp_path, kept))["recall_icl"].values()
+    assert r["units"] == {"L0H0 I|M|I": "shift", "L1H0 I|I_t|O1": "match", "U O2|I_t": "copy"}
+    assert (r["n_canonical"], r["n_helpers"], r["max_hops"]) == (3, 0, 1)
+    assert (tmp_path / "reclassified.json").exists()
+    # the legacy model (non-causal ring, every shift): the mirrored circuit is named
+    t = 5                        # the tiny spec's sequence length
+    kept = [f"L0H0 I|M^{t - 1}|I", "L1H0 I|I_rare|I", "U O1*O2|I_rare"]
+    (r,) = rc.reclassify(_run_dir(tmp_path, kept, legacy=True))["recall_icl"].values()
+    assert set(r["units"].values()) == {"shift", "match", "copy"}
+    # the causal paper basis has no M^4: the run is refused in one line
+    with pytest.raises(ConfigError, match=r"^kept coordinate 'L0H0 I\|M\^4\|I' is not in"):
+        rc.reclassify(_run_dir(tmp_path, kept))

@@ -184,6 +184,13 @@ def circuits(basis: Basis, us: Sequence[Unit], causal: bool = False,
     return out, unread
 
 
+def circuit_rows(circs: Sequence[Circuit], kinds: dict[str, str]) -> list[dict]:
+    """JSON rows of ``circs`` (readout, units, hops, canonical and helper counts)."""
+    return [{"readout": c.readout, "units": list(c.units), "hops": c.hops,
+             "n_canonical": sum(kinds[u] != "helper" for u in c.units),
+             "n_helpers": sum(kinds[u] == "helper" for u in c.units)} for c in circs]
+
+
 def unit_edges(us: Sequence[Unit]) -> list[tuple[str, str]]:
     """Every (reader, read) pair among ``us`` (for the circuit diagram)."""
     by_head = _by_head(us)

@@ -232,10 +232,7 @@ def report(det: Detection) -> dict:
         "n_helpers": len(det.helpers()), "units_per_kind": per_kind,
         "abgd_found": (sorted(cc.ABGD[u] for u in det.canonical() if u in cc.ABGD)
                        if det.abgd else None),
-        "circuits": [{"readout": c.readout, "units": list(c.units), "hops": c.hops,
-                      "n_canonical": sum(det.kinds[u] != "helper" for u in c.units),
-                      "n_helpers": sum(det.kinds[u] == "helper" for u in c.units)}
-                     for c in det.circuits],
+        "circuits": cc.circuit_rows(det.circuits, det.kinds),
         "unread": list(det.unread),
         "acc/full": det.accuracy["full"], "acc/projected": det.accuracy["projected"],
         "acc/circuit": det.accuracy["circuit"],
