@@ -279,8 +279,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         s = summary[name]
         lines.append(f"{name}:")
         for k in (*STAT_KEYS, "acc_gap_full_minus_circuit", "n_circuits_with_4_canonical",
-                  "max_hops",
-                  "heads/n_heads_important", "heads/n_helpers_in_unimportant_heads"):
+                  "max_hops", "heads/n_heads_important", "heads/n_helpers_in_unimportant_heads"):
             if k not in s:
                 continue
             lines.append(f"{k:>32s}: {format_stats(s[k])}")
