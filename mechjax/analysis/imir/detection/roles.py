@@ -96,7 +96,8 @@ class Roles:
                 self._readout(u)
 
     def carry(self, path: Sequence[int]) -> Pos | Look | None:
-        heads = [(l, h - 1) for l, h in enumerate(path) if h > 0]
+        """What ``path`` carries (module docstring), from the heads typed so far."""
+        heads = self._heads_of(path)
         odd = [i for i, h in enumerate(heads) if h not in self.offset]
         if not odd:
             return Pos(sum(self.offset[h] for h in heads))
