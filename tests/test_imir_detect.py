@@ -149,7 +149,7 @@ def test_detect_keeps_exactly_the_planted_induction_circuit():
                     exact_max=16)
     assert det.elimination.order.size > 50
     assert sorted(det.kept_names) == sorted(INDUCTION)
-    assert det.kinds == {"L0H0 I|M|I": "prev", "L1H0 I|I_t|O1": "match",
+    assert det.kinds == {"L0H0 I|M|I": "shift", "L1H0 I|I_t|O1": "match",
                          f"L1H0 I|M^{T - 1}|I": "helper", "U O2|I_t": "copy"}
     rep = dt.report(det)
     assert rep["abgd_found"] == ["alpha", "beta", "gamma"]
@@ -174,7 +174,7 @@ def test_units_kinds_and_circuits_of_a_two_hop_circuit_in_five_layers():
              "U I|C", "U I|J[common,common]"]
     us = cc.units(basis, [basis.index(n) for n in names])
     kinds = cc.classify(us)
-    assert kinds == {"L0H0 I|M|I": "prev", "L1H0 I|I_t|O1": "match", "L3H0 O2|I_t|O1": "match",
+    assert kinds == {"L0H0 I|M|I": "shift", "L1H0 I|I_t|O1": "match", "L3H0 O2|I_t|O1": "match",
                      "U O4|I_t": "copy", "L2H0 I|M^2|I": "helper", "L4H0 I|M|I": "helper",
                      "U I|C": "iwl",
                      "U I|J[common,common]": "helper"}

@@ -208,6 +208,9 @@ def summarise(name: str, reports: list[dict], seeds: list[int]) -> dict:
             [r["heads"]["n_heads_important"] for r in reports])
     out["n_circuits_with_4_canonical"] = seed_stats(
         [sum(c["n_canonical"] >= 4 for c in r["circuits"]) for r in reports])
+    # the longest chain of look-ups a kept readout reads out (2: a 2-hop composition)
+    out["max_hops"] = seed_stats([max((c["hops"] for c in r["circuits"]), default=0)
+                                  for r in reports])
     return out
 
 
@@ -276,7 +279,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         s = summary[name]
         lines.append(f"{name}:")
         for k in (*STAT_KEYS, "acc_gap_full_minus_circuit", "n_circuits_with_4_canonical",
-                  "heads/n_heads_important", "heads/n_helpers_in_unimportant_heads"):
+                  "max_hops", "heads/n_heads_important", "heads/n_helpers_in_unimportant_heads"):
             if k not in s:
                 continue
             lines.append(f"{k:>32s}: {format_stats(s[k])}")

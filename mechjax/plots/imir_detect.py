@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from mechjax.analysis.imir.detection.circuits import Unit, unit_edges
 from mechjax.plots.canvas import axes_or_new, root_figure
 
-KIND_COLORS = {"prev": "#1f77b4", "match": "#2ca02c", "copy": "#d62728", "iwl": "#9467bd",
+KIND_COLORS = {"shift": "#1f77b4", "match": "#2ca02c", "copy": "#d62728", "iwl": "#9467bd",
                "helper": "#999999"}
 
 

@@ -8,18 +8,15 @@ the coordinates that differ only in which token class an identity selection is r
 full basis splits ``I_t`` by class (docs/imir.md 2.2), so one mechanism can survive as one or
 several coordinates. Unit names read like coordinate names: ``L1H0 I|I_t|O1``, ``U O2|I_t``.
 
-**Canonical units** (alpha/beta/gamma/delta generalised to any depth, heads and hops):
-
-* ``prev`` (alpha): a score ``I|M|I`` (embedding against embedding, shift by one) of a head
-  whose output a kept ``match`` reads on its key side: the previous-token head of an induction
-  circuit (an ``I|M|I`` nobody matches against is a positional helper).
-* ``match`` (beta): a score ``A|I_t|O_p`` at layer l whose key path is the output of one head
-  ``p`` that has a kept ``prev`` unit, and whose query path A is the embedding (first hop) or the
-  output of one head that has a kept ``match`` unit (a later hop reading what the previous hop
-  copied).
-* ``copy`` (gamma): an unembedding ``O_m|I_t`` on the output of one head ``m`` with a kept
-  ``match`` unit.
-* ``iwl`` (delta): the unembedding ``I|C`` (the association stored in weights).
+**Canonical units** are named by what they compute (``roles``, which holds the rules): a
+``shift`` (a position unit by its net offset: ``I|M|I`` is -1, the previous token; ``I|M^(T-1)|I``
+on a non-causal ring +1, the next token) that a look-up chain shifts through; a ``match`` (a
+token look-up, with its shift on the key path as in the induction head or on the value path as
+in the mirrored circuit, every hop of a chain); a ``copy`` (an unembedding ``P|I_t`` reading a
+look-up that retrieves the token after the matched one, through one head or a composition of
+heads such as ``O1*O2``); an ``iwl`` (the unembedding ``I|C``: the association stored in weights).
+``describe`` gives each unit's description (``"offset -1 (back)"``, ``"hop 2 match, shift on the
+key path"``, ``"2-hop readout through O4 (1 head)"``).
 
 Everything else that survives is a *helper*. For 2 layers and 1 head the four kinds are exactly
 ``abgd_coordinates``' alpha ``L0H0 I|M|I``, beta ``L1H0 I|I_t|O1``, gamma ``U O2|I_t`` and delta
@@ -32,7 +29,8 @@ pattern, hence what it writes). **A circuit** is one readout path's closure: the
 unembedding units on one path ``A``, plus every kept unit reachable from them by "reads". Two
 circuits may share a unit (a previous-token head used by two routes). Units reached from no
 readout are listed as ``unread`` (they cannot change the logits; a correct elimination leaves
-none).
+none). A circuit's ``hops`` is its longest chain of look-ups (a 2-hop composition is one
+circuit with ``hops == 2``; 0: no look-up, e.g. the in-weights readout).
 """
 from __future__ import annotations
 
@@ -41,10 +39,11 @@ from typing import Sequence
 
 import numpy as np
 
+from mechjax.analysis.imir.detection.roles import Roles
 from mechjax.analysis.imir.manifold.basis import Basis
 
 Head = tuple[int, int]  # (layer, head)
-KINDS = ("prev", "match", "copy", "iwl")
+KINDS = ("shift", "match", "copy", "iwl")
 ABGD = {"L0H0 I|M|I": "alpha", "L1H0 I|I_t|O1": "beta", "U O2|I_t": "gamma", "U I|C": "delta"}
 
 
@@ -88,11 +87,6 @@ def heads_on(path: Sequence[int]) -> list[Head]:
     return [(l, h - 1) for l, h in enumerate(path) if h > 0]
 
 
-def _single(path: Sequence[int] | None) -> Head | None:
-    hs = heads_on(path) if path is not None else [None, None]
-    return hs[0] if len(hs) == 1 else None
-
-
 @dataclasses.dataclass(frozen=True)
 class Unit:
     name: str
@@ -131,39 +125,20 @@ def units(basis: Basis, indices: Sequence[int]) -> list[Unit]:
     return out
 
 
-def classify(us: Sequence[Unit]) -> dict[str, str]:
-    """``{unit name: kind}`` with kind in ``KINDS`` or ``"helper"`` (module docstring)."""
-    zero = None
-    kinds: dict[str, str] = {}
-    prev_heads: set[Head] = set()
-    for u in us:
-        zero = tuple(0 for _ in u.path_q)
-        if u.layer is not None and u.family == "M" and u.path_q == zero and u.path_k == zero:
-            kinds[u.name] = "prev"
-            prev_heads.add(u.owner)
-    match_heads: set[Head] = set()
-    # hops chain forward in depth: a layer's match may read a match head of an earlier layer
-    for u in sorted((u for u in us if u.layer is not None), key=lambda u: u.layer):
-        if u.family != "I_t" or _single(u.path_k) not in prev_heads:
-            continue
-        q = _single(u.path_q)
-        if u.path_q == tuple(0 for _ in u.path_q) or q in match_heads:
-            kinds[u.name] = "match"
-            match_heads.add(u.owner)
-    # a previous-token score is canonical only where a match reads its head's output (a later
-    # layer's I|M|I that no match reads is a positional helper)
-    read_by_match = {_single(u.path_k) for u in us if kinds.get(u.name) == "match"}
-    for u in us:
-        if kinds.get(u.name) == "prev" and u.owner not in read_by_match:
-            del kinds[u.name]
-    for u in us:
-        if u.layer is not None:
-            continue
-        if u.family == "I_t" and _single(u.path_q) in match_heads:
-            kinds[u.name] = "copy"
-        elif u.family == "C" and not heads_on(u.path_q):
-            kinds[u.name] = "iwl"
-    return {u.name: kinds.get(u.name, "helper") for u in us}
+def classify(us: Sequence[Unit], n_pos: int | None = None, causal: bool = False,
+             ) -> dict[str, str]:
+    """``{unit name: kind}`` with kind in ``KINDS`` or ``"helper"`` (module docstring).
+    ``n_pos``/``causal``: the sequence length and mask, which fix a shift's direction
+    (``roles.selection_offset``; without ``n_pos`` every ``M^j`` is j back)."""
+    r = Roles(us, n_pos, causal)
+    return {u.name: r.kind.get(u.name, "helper") for u in us}
+
+
+def describe(us: Sequence[Unit], n_pos: int | None = None, causal: bool = False,
+             ) -> dict[str, str]:
+    """``{unit name: what it computes}`` where the rules can tell (``roles``), else its kind."""
+    r = Roles(us, n_pos, causal)
+    return {u.name: r.what.get(u.name, u.family) for u in us}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,6 +146,7 @@ class Circuit:
     readout: str                 # the readout path's name ("I": the direct path)
     units: tuple[str, ...]       # in the order reached (readout units first)
     edges: tuple[tuple[str, str], ...]  # (reader, read) unit names
+    hops: int = 0                # the longest chain of look-ups it reads out (0: none)
 
 
 def _by_head(us: Sequence[Unit]) -> dict[Head, list[Unit]]:
@@ -181,9 +157,11 @@ def _by_head(us: Sequence[Unit]) -> dict[Head, list[Unit]]:
     return out
 
 
-def circuits(basis: Basis, us: Sequence[Unit]) -> tuple[list[Circuit], list[str]]:
+def circuits(basis: Basis, us: Sequence[Unit], causal: bool = False,
+             ) -> tuple[list[Circuit], list[str]]:
     """One ``Circuit`` per readout path with a kept unit, and the unread units."""
     by_head = _by_head(us)
+    hops = Roles(us, basis.frame.n_pos, causal).hops
     readouts: dict[tuple[int, ...], list[Unit]] = {}
     for u in us:
         if u.layer is None:
@@ -200,9 +178,17 @@ def circuits(basis: Basis, us: Sequence[Unit]) -> tuple[list[Circuit], list[str]
                         seen.append(v.name)
                         queue.append(v)
         reached_any.update(seen)
-        out.append(Circuit(basis.frame.path_name(path), tuple(seen), tuple(dict.fromkeys(edges))))
+        out.append(Circuit(basis.frame.path_name(path), tuple(seen), tuple(dict.fromkeys(edges)),
+                           max((hops.get(u.name, 0) for u in rs), default=0)))
     unread = [u.name for u in us if u.name not in reached_any]
     return out, unread
+
+
+def circuit_rows(circs: Sequence[Circuit], kinds: dict[str, str]) -> list[dict]:
+    """JSON rows of ``circs`` (readout, units, hops, canonical and helper counts)."""
+    return [{"readout": c.readout, "units": list(c.units), "hops": c.hops,
+             "n_canonical": sum(kinds[u] != "helper" for u in c.units),
+             "n_helpers": sum(kinds[u] == "helper" for u in c.units)} for c in circs]
 
 
 def unit_edges(us: Sequence[Unit]) -> list[tuple[str, str]]:

@@ -10,7 +10,8 @@
    weights ``W(theta)``): remove the coordinate whose ablation (``theta_i = 0``) raises the loss
    on ``batch`` least, until the cheapest removal would push it past ``loss(theta) + tau``.
 3. ``circuits``: the surviving coordinates by name, grouped into units and circuits (what reads
-   what), canonical units (prev / match / copy / iwl: alpha, beta, gamma, delta) vs helpers.
+   what), canonical units (shift / match / copy / iwl: alpha, beta, gamma, delta) vs helpers,
+   each named by what it computes (``roles``).
 
 ``against_heads`` sets the result against head-level analysis (``heads``: mean ablation of
 whole heads): which kept units live in heads whose ablation is harmless.
@@ -54,12 +55,13 @@ class Detection:
     deviations: tuple[str, ...]       # assumption deviations (empty: the theory's model)
     elimination: Elimination
     units: tuple[cc.Unit, ...]        # the kept units
-    kinds: dict[str, str]             # unit name -> prev | match | copy | iwl | helper
+    kinds: dict[str, str]             # unit name -> shift | match | copy | iwl | helper
     circuits: tuple[cc.Circuit, ...]
     unread: tuple[str, ...]
     accuracy: dict[str, float]        # full, projected, circuit, canonical
     curve: dict[str, np.ndarray]      # n_kept, loss, acc along the elimination path
     abgd: bool = False                # a 2-layer 1-head basis: alpha..delta names apply
+    what: dict[str, str] = dataclasses.field(default_factory=dict)  # unit -> what it computes
 
     @property
     def kept_names(self) -> list[str]:
@@ -189,8 +191,8 @@ def detect(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch, tau: fl
                      bulk_fraction=bulk_fraction, chunk=chunk, overshoot=overshoot,
                      staged=staged_loss(basis, causal), cost_bulk=cost_bulk)
     kept_units = cc.units(basis, np.flatnonzero(elim.kept))
-    kinds = cc.classify(kept_units)
-    circs, unread = cc.circuits(basis, kept_units)
+    kinds = cc.classify(kept_units, basis.frame.n_pos, causal)
+    circs, unread = cc.circuits(basis, kept_units, causal)
     n = basis.size
     canon = cc.mask_of(kept_units, n, [u for u, k in kinds.items() if k != "helper"])
     eval_batch = batch if eval_batch is None else eval_batch
@@ -210,7 +212,8 @@ def detect(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch, tau: fl
              "accepted": steps <= elim.n_accepted}
     return Detection(tuple(basis.names()), np.asarray(theta), explained, tuple(deviations), elim,
                      tuple(kept_units), kinds, tuple(circs), tuple(unread), accuracy, curve,
-                     abgd=(basis.frame.n_layers, basis.frame.n_heads) == (2, 1))
+                     abgd=(basis.frame.n_layers, basis.frame.n_heads) == (2, 1),
+                     what=cc.describe(kept_units, basis.frame.n_pos, causal))
 
 
 def report(det: Detection) -> dict:
@@ -224,14 +227,12 @@ def report(det: Detection) -> dict:
         "n_kept": int(det.elimination.kept.sum()),
         "kept": det.kept_names,
         "units": {u.name: det.kinds[u.name] for u in det.units},
+        "what": {u.name: det.what.get(u.name, "") for u in det.units},
         "n_units": len(det.units), "n_canonical": len(det.canonical()),
         "n_helpers": len(det.helpers()), "units_per_kind": per_kind,
         "abgd_found": (sorted(cc.ABGD[u] for u in det.canonical() if u in cc.ABGD)
                        if det.abgd else None),
-        "circuits": [{"readout": c.readout, "units": list(c.units),
-                      "n_canonical": sum(det.kinds[u] != "helper" for u in c.units),
-                      "n_helpers": sum(det.kinds[u] == "helper" for u in c.units)}
-                     for c in det.circuits],
+        "circuits": cc.circuit_rows(det.circuits, det.kinds),
         "unread": list(det.unread),
         "acc/full": det.accuracy["full"], "acc/projected": det.accuracy["projected"],
         "acc/circuit": det.accuracy["circuit"],
