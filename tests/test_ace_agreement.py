@@ -187,6 +187,10 @@ def test_bad_checkpoint_refused_before_anything_is_written(tmp_path, make, error
     (lambda c: c.generation.__setattr__("n_prompts", 10 ** 6), "generation.n_prompts"),
     (lambda c: c.model.__setattr__("n_ctx", 10), "model.n_ctx=10"),
     (lambda c: c.model.__setattr__("n_heads", 3), "model.n_heads=3"),
+    (lambda c: c.prompts.__setattr__("there", "here"), "prompts.there='here': must be one of"),
+    (lambda c: c.prompts.__setattr__("relative", "inner"), "prompts.relative='inner'"),
+    (lambda c: c.generation.__setattr__("margin", "both"), "generation.margin='both'"),
+    (lambda c: c.corpus.__setattr__("bos_fraction", 1.5), "corpus.bos_fraction=1.5"),
 ])
 def test_bad_config_refused_before_anything_is_written(tmp_path, edit, message):
     from conftest import assert_refused_before_writing

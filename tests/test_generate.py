@@ -59,6 +59,18 @@ def test_copula_margin_is_the_log_odds_of_the_two_numbers():
                                l[:, VERBS[1]] - l[:, VERBS[0]], atol=1e-5)
 
 
+def test_both_margins_of_hand_set_logits():
+    # is, are, was, were = 0, 1, 2, 3: copula log((e^1 + e^3) / (e^0 + e^2)) = 1 exactly,
+    # summed 1 + 3 - 0 - 2 = 2; a larger 'were' moves both up
+    logits = jnp.zeros((2, 12)).at[:, VERBS].set(jnp.array([[0.0, 1.0, 2.0, 3.0],
+                                                            [0.0, 1.0, 2.0, 5.0]]))
+    ids = jnp.asarray(VERBS)
+    np.testing.assert_allclose(ac.copula_margin(logits, ids)[0], 1.0, atol=1e-6)
+    np.testing.assert_allclose(ac.copula_margin(logits, ids)[1],
+                               np.log((np.e + np.e ** 5) / (1 + np.e ** 2)), atol=1e-6)
+    np.testing.assert_allclose(ac.margin(logits, ids), [2.0, 4.0], atol=1e-6)
+
+
 def test_sample_token_respects_top_k():
     logits = jnp.tile(jnp.arange(10.0), (2000, 1))
     draws = np.asarray(gen.sample_token(jax.random.PRNGKey(1), logits, 1.0, 3))

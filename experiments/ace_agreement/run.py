@@ -69,7 +69,8 @@ def build(config):
     if m.d_model % m.n_heads:
         raise ConfigError(f"model.n_heads={m.n_heads} does not divide model.d_model={m.d_model}")
     split = ag.split_combinations(p.split_seed)
-    prompts = ag.make_prompts(p.seed, p.n_train, p.n_test, heldout=split, there=p.there)
+    wording = ag.Wording(p.there, p.relative)
+    prompts = ag.make_prompts(p.seed, p.n_train, p.n_test, heldout=split, wording=wording)
     families, trainer, hparams = [], None, {}
     if seeds:
         tokenizer = corpus.build_tokenizer()
@@ -79,7 +80,7 @@ def build(config):
             inputs = stages.family_inputs(prompts, tokenizer, m.n_ctx, g.n_new, p.bos)
             task = corpus.make_task(tokenizer, split.train, split.test, c.n_sentences, c.n_eval,
                                     c.filler_fraction, c.batch_size, m.n_ctx, c.seed,
-                                    c.bos_fraction, p.there)
+                                    c.bos_fraction, wording)
         except ValueError as err:  # a prompt or sentence longer than n_ctx
             raise ConfigError(f"model.n_ctx={m.n_ctx}: {err}") from err
         trainer = make_train(task, cfg, experiment.train_config(config.train))

@@ -20,9 +20,12 @@ SCHEMA = Schema(
         n_test=integer("prompts (held-out triples) every number is measured on"),
         bos=boolean("put <|endoftext|> before every prompt (the ACE authors read GPT-2 without "
                     "a BOS token; the self-trained models see both forms)", default=False),
-        there=choice(("spec", "over_there"), "wording of the 'there' template: SPEC 2.7's "
-                     "'There the H C A', or 'Over there, the H C A' (earlier runs)",
-                     default="spec"),
+        there=choice(("spec", "article", "over_there"), "wording of the 'there' template: "
+                     "SPEC 2.7's 'There H C A' (no article, as the ACE authors), 'There the H C A' "
+                     "(runs of 2 Dec) or 'Over there, the H C A' (earlier runs)", default="spec"),
+        relative=choice(("spec", "after_attractor"), "wording of the relative-clause template: "
+                        "'The H that guarded the A' (the authors' form, number-free verbs) or "
+                        "'The H C A that we found' (runs before issue 28)", default="spec"),
     ),
     corpus=Section(
         "the synthetic training corpus (tasks.agreement_corpus)",

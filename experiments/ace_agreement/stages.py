@@ -118,8 +118,8 @@ def generations(family: Family, result: ac.ModelResult, prompts: list[ag.Prompt]
                 toks = np.asarray(gen.generate(fn, args[name], tokens, jnp.asarray(lengths), key,
                                                g.n_new, g.temperature, g.top_k,
                                                jnp.asarray(greedy)))
-                texts[name] = [p.text + family.tokenizer.decode(row[ln:ln + g.n_new])
-                               for p, row, ln in zip(prompts, toks, lengths)]
+                texts[name] = ag_gen.continuations(prompts, toks, lengths, g.n_new,
+                                                   family.tokenizer)
             judged[decoding] = {rule: {name: ag_gen.judge(t, rule) for name, t in texts.items()}
                                 for rule in ag_gen.JUDGE_RULES}
             example[decoding] = {k: v[0] for k, v in texts.items()}

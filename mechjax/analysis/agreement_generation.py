@@ -126,6 +126,15 @@ def slots(text: str) -> list[tuple[int, int]]:
     return out
 
 
+def continuations(prompts: Sequence[ag.Prompt], tokens, lengths, n_new: int, tokenizer
+                  ) -> list[str]:
+    """The texts judged: each prompt's text followed by its ``n_new`` generated tokens, decoded
+    (``tokens [B, T]`` as ``generate`` returns them, prompts of ``lengths [B]`` tokens; a BOS
+    before the prompt is not in the prompt's text, so it never reaches the judge)."""
+    return [p.text + tokenizer.decode([int(t) for t in row[ln:ln + n_new]])
+            for p, row, ln in zip(prompts, tokens, lengths)]
+
+
 JUDGE_RULES = ("first", "all")
 
 
@@ -141,4 +150,5 @@ def judge(texts: Sequence[str], rule: str = "all") -> dict[str, Any]:
             "disagree": None if agree is None else 1.0 - agree}
 
 
-__all__ = ["HEAD_NUMBER", "JUDGE_RULES", "PushMargin", "ReflectCore", "VERB_NUMBER", "judge", "slots"]
+__all__ = ["HEAD_NUMBER", "JUDGE_RULES", "PushMargin", "ReflectCore", "VERB_NUMBER",
+           "continuations", "judge", "slots"]

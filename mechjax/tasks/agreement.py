@@ -9,12 +9,18 @@ them only):
   front_pad   a leading clause: ``As everyone expected, the key to the cabinet``
   back_pad    words after the attractor that carry no number: ``The key to the cabinet, of
               course,`` / ``The key to the cabinet apparently``
-  there       SPEC 2.7's ``There H C A`` with the base template's article:
-              ``There the key to the cabinet`` (``there="spec"``, the default); or the fronted
-              locative ``Over there, the key to the cabinet`` (``there="over_there"``, the wording
-              of earlier runs: a bare ``There`` before a noun phrase reads as ungrammatical)
-  relative    a relative clause whose verb shows no number (past tense, pronoun subject):
-              ``The key to the cabinet that we found``
+  there       SPEC 2.7's ``There H C A`` as written there and in the ACE authors' code, with no
+              article: ``There key to the cabinet`` (``Wording.there="spec"``, the default);
+              ``There the key to the cabinet`` (``"article"``, the runs of 2 Dec); or the fronted
+              locative ``Over there, the key to the cabinet`` (``"over_there"``, earlier runs)
+  relative    a subject relative clause between head noun and attractor, in place of the
+              connector, as the authors build it (``The H that ... the A``), with their verbs in
+              the past tense so that they carry no number for either head:
+              ``The key that guarded the cabinets`` (``Wording.relative="spec"``, the default;
+              the authors' fourth clause ``that the`` is left out: it opens an object relative
+              whose next verb agrees with the attractor); or a clause after the attractor whose
+              verb shows no number: ``The key to the cabinet that we found``
+              (``"after_attractor"``, the runs before this change)
 
 With the ``"In the past,"`` prefix the tense is past (``was`` / ``were``), otherwise present
 (``is`` / ``are``); the prefix takes the sentence's capital letter.
@@ -41,18 +47,37 @@ ATTRACTORS = {"cabinet": "cabinets", "drawer": "drawers", "door": "doors", "fold
               "desk": "desks"}
 CONNECTORS = ("to the", "of the", "near the", "behind the", "next to the", "alongside the")
 TEMPLATES = ("base", "front_pad", "back_pad", "there", "relative")
-THERE_WORDINGS = {"spec": "There {phrase}", "over_there": "Over there, {phrase}"}
+THERE_WORDINGS = {"spec": "There {noun} {connector} {attractor}",
+                  "article": "There the {noun} {connector} {attractor}",
+                  "over_there": "Over there, the {noun} {connector} {attractor}"}
 TENSES = ("present", "past")
 PAST_PREFIX = "In the past,"
 FRONT_PADS = ("As everyone expected,", "According to the report,", "As we noted before,",
               "Without any doubt,")
 BACK_PADS = (" apparently", " certainly", ", of course,", ", as it turns out,")
 RELATIVE_CLAUSES = ("that we found", "that I mentioned", "that she described",
-                    "that they saw")
+                    "that they saw")  # after the attractor (Wording.relative="after_attractor")
+# between head and attractor (Wording.relative="spec"; the authors' guards/surrounds/hides)
+INNER_RELATIVES = ("that guarded the", "that surrounded the", "that hid the")
+RELATIVE_WORDINGS = ("spec", "after_attractor")
 # verb by (tense, label): label 1 = plural
 VERBS = {("present", 0): "is", ("present", 1): "are", ("past", 0): "was", ("past", 1): "were"}
 
 Combination = tuple[str, str, str]  # (noun, attractor, connector), nouns in the singular
+
+
+@dataclasses.dataclass(frozen=True)
+class Wording:
+    """How the 'there' and 'relative' templates are worded (see the module docstring)."""
+
+    there: str = "spec"      # a key of THERE_WORDINGS
+    relative: str = "spec"   # one of RELATIVE_WORDINGS
+
+    def __post_init__(self):
+        if self.there not in THERE_WORDINGS:
+            raise ValueError(f"there={self.there!r}: allowed {tuple(THERE_WORDINGS)}")
+        if self.relative not in RELATIVE_WORDINGS:
+            raise ValueError(f"relative={self.relative!r}: allowed {RELATIVE_WORDINGS}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,11 +137,8 @@ def split_combinations(seed: int = 0, test_fraction: float = 0.5) -> Combination
 
 
 def render(noun: str, attractor: str, connector: str, template: str, tense: str,
-           rng: random.Random, there: str = "spec") -> str:
-    """The text of one prompt (``noun``/``attractor`` inflected); ``rng`` picks the padding;
-    ``there`` a key of ``THERE_WORDINGS``."""
-    if there not in THERE_WORDINGS:
-        raise ValueError(f"there={there!r}: allowed {tuple(THERE_WORDINGS)}")
+           rng: random.Random, wording: Wording = Wording()) -> str:
+    """The text of one prompt (``noun``/``attractor`` inflected); ``rng`` picks the padding."""
     phrase = f"the {noun} {connector} {attractor}"
     if template == "base":
         text = phrase
@@ -125,7 +147,10 @@ def render(noun: str, attractor: str, connector: str, template: str, tense: str,
     elif template == "back_pad":
         text = phrase + rng.choice(BACK_PADS)
     elif template == "there":
-        text = THERE_WORDINGS[there].format(phrase=phrase)
+        text = THERE_WORDINGS[wording.there].format(noun=noun, connector=connector,
+                                                    attractor=attractor)
+    elif template == "relative" and wording.relative == "spec":
+        text = f"the {noun} {rng.choice(INNER_RELATIVES)} {attractor}"
     elif template == "relative":
         text = f"{phrase} {rng.choice(RELATIVE_CLAUSES)}"
     else:
@@ -138,7 +163,7 @@ def render(noun: str, attractor: str, connector: str, template: str, tense: str,
 
 
 def generate(n: int, rng: random.Random, combinations: Sequence[Combination],
-             exclude: set[str] = frozenset(), there: str = "spec") -> list[Prompt]:
+             exclude: set[str] = frozenset(), wording: Wording = Wording()) -> list[Prompt]:
     """``n`` distinct prompts, labels alternating (exactly half plural when ``n`` is even), every
     other choice uniform; texts in ``exclude`` are redrawn."""
     prompts, seen = [], set(exclude)
@@ -151,7 +176,7 @@ def generate(n: int, rng: random.Random, combinations: Sequence[Combination],
         noun_form = NOUNS[noun] if label else noun
         attractor_form = attractor if label else ATTRACTORS[attractor]
         template, tense = rng.choice(TEMPLATES), rng.choice(TENSES)
-        text = render(noun_form, attractor_form, connector, template, tense, rng, there)
+        text = render(noun_form, attractor_form, connector, template, tense, rng, wording)
         if text in seen:
             continue
         seen.add(text)
@@ -165,7 +190,7 @@ def generate(n: int, rng: random.Random, combinations: Sequence[Combination],
 
 
 def make_prompts(seed: int = 0, n_train: int = 600, n_test: int = 600,
-                 heldout: CombinationSplit | None = None, there: str = "spec"
+                 heldout: CombinationSplit | None = None, wording: Wording = Wording()
                  ) -> AgreementPrompts:
     """SPEC 2.7's prompts: ``n_train`` + ``n_test`` distinct texts (no text in both halves).
 
@@ -175,8 +200,9 @@ def make_prompts(seed: int = 0, n_train: int = 600, n_test: int = 600,
     rng = random.Random(seed)
     train_combos = heldout.train if heldout is not None else all_combinations()
     test_combos = heldout.test if heldout is not None else all_combinations()
-    train = generate(n_train, rng, train_combos, there=there)
-    test = generate(n_test, rng, test_combos, exclude={p.text for p in train}, there=there)
+    train = generate(n_train, rng, train_combos, wording=wording)
+    test = generate(n_test, rng, test_combos, exclude={p.text for p in train},
+                    wording=wording)
     return AgreementPrompts(train=tuple(train), test=tuple(test))
 
 

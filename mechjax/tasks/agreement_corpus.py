@@ -42,12 +42,13 @@ FILLER_TAILS = ("in the park", "for a while", "at home", "by the river", "after 
 
 
 def agreement_sentence(combination: ag.Combination, plural: bool, attractor_plural: bool,
-                       template: str, tense: str, rng: random.Random, there: str = "spec") -> str:
+                       template: str, tense: str, rng: random.Random,
+                       wording: ag.Wording = ag.Wording()) -> str:
     """One grammatical sentence: subject (``agreement.render``), agreeing verb, continuation."""
     noun, attractor, connector = combination
     subject = ag.render(ag.NOUNS[noun] if plural else noun,
                         ag.ATTRACTORS[attractor] if attractor_plural else attractor,
-                        connector, template, tense, rng, there)
+                        connector, template, tense, rng, wording)
     return f"{subject} {ag.VERBS[(tense, int(plural))]} {rng.choice(CONTINUATIONS)}."
 
 
@@ -57,7 +58,7 @@ def filler_sentence(rng: random.Random) -> str:
 
 
 def corpus_texts(n: int, combinations: Sequence[ag.Combination], filler_fraction: float,
-                 seed: int, there: str = "spec") -> list[str]:
+                 seed: int, wording: ag.Wording = ag.Wording()) -> list[str]:
     """``n`` sentences (with repeats): a ``filler_fraction`` share of fillers, the rest agreement
     sentences with every choice uniform over ``combinations``, both numbers and templates."""
     if not 0.0 <= filler_fraction < 1.0:
@@ -70,7 +71,7 @@ def corpus_texts(n: int, combinations: Sequence[ag.Combination], filler_fraction
         else:
             out.append(agreement_sentence(rng.choice(combinations), rng.random() < 0.5,
                                           rng.random() < 0.5, rng.choice(ag.TEMPLATES),
-                                          rng.choice(ag.TENSES), rng, there))
+                                          rng.choice(ag.TENSES), rng, wording))
     return out
 
 
@@ -82,10 +83,11 @@ def vocabulary_texts() -> list[str]:
     texts = []
     for template in ag.TEMPLATES:
         for tense in ag.TENSES:
-            for there in ag.THERE_WORDINGS:
+            for wording in (ag.Wording(t, r) for t in ag.THERE_WORDINGS
+                            for r in ag.RELATIVE_WORDINGS):
                 for _ in range(40):  # enough draws to see every pad of the template
                     texts.append(ag.render("key", "cabinet", "to the", template, tense, rng,
-                                           there))
+                                           wording))
     words = [*ag.NOUNS.items(), *ag.ATTRACTORS.items()]
     texts.append(" ".join(f"the {s} {p}" for s, p in words))
     texts.append(" ".join(ag.CONNECTORS) + " " + " ".join(ag.VERBS.values()))
@@ -139,15 +141,15 @@ def bos_flags(n: int, bos_fraction: float, seed: int) -> np.ndarray:
 def make_task(tokenizer: Tokenizer, train_combinations: Sequence[ag.Combination],
               test_combinations: Sequence[ag.Combination], n_sentences: int, n_eval: int,
               filler_fraction: float, batch_size: int, n_ctx: int, seed: int,
-              bos_fraction: float = 1.0, there: str = "spec") -> Task:
+              bos_fraction: float = 1.0, wording: ag.Wording = ag.Wording()) -> Task:
     """Next-token prediction on ``n_sentences`` corpus rows (minibatches of ``batch_size`` drawn
     by key in the step), a ``bos_fraction`` share of them after ``<|endoftext|>``. Eval pools:
     ``train`` (the first ``n_eval`` rows) and ``test`` (``n_eval`` agreement sentences on the
     held-out ``test_combinations``, no fillers)."""
     train = encode_corpus(corpus_texts(n_sentences, train_combinations, filler_fraction, seed,
-                                       there), tokenizer, n_ctx,
+                                       wording), tokenizer, n_ctx,
                           bos_flags(n_sentences, bos_fraction, seed))
-    test = encode_corpus(corpus_texts(n_eval, test_combinations, 0.0, seed + 1, there),
+    test = encode_corpus(corpus_texts(n_eval, test_combinations, 0.0, seed + 1, wording),
                          tokenizer, n_ctx, bos_flags(n_eval, bos_fraction, seed + 1))
     as_j = lambda a: {k: jnp.asarray(v) for k, v in dataclasses.asdict(a).items()}  # noqa: E731
     tr, te = as_j(train), as_j(test)

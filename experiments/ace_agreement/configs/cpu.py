@@ -17,6 +17,7 @@ def get_config() -> ml_collections.ConfigDict:
     config.prompts.n_test = 600
     config.prompts.bos = False
     config.prompts.there = "spec"
+    config.prompts.relative = "spec"
 
     config.corpus = ml_collections.ConfigDict()
     config.corpus.seed = 0
