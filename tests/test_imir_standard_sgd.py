@@ -33,7 +33,8 @@ def _exact_side(winners: list[int], t1: float) -> dict:
     iwl = np.array([1 / (1 + np.exp(-(t - t1 / 4) / (t1 / 50))) if w == IWL else 0 * t
                     for w in winners])
     return {"FR": np.array([[0.0, 1.0]]), "FV": np.zeros((1, 2)), "spec": SPEC, "t": t,
-            "ro": {"winner": np.array(winners)},
+            "ro": {"winner": np.array(winners), "p_rare": np.zeros(2), "acc_rare": np.zeros(2),
+                   "p_iwl": iwl[:, -1]},
             "out": {"p_rare": np.zeros_like(iwl), "p_iwl": iwl}}
 
 
@@ -43,13 +44,17 @@ def test_sgd_arm_matches_t_and_recovers_the_in_weights_cell():
     neither (IWL forming at t1 / 4) agree in every seed, by the one-horizon winner, the order
     of formation and the stable winner. The step count is t1 / lr rounded down to a multiple
     of the read-offs, and the arm's clock is step x lr."""
-    from experiments.imir_phase.cell_stages import sgd_arm
+    from experiments.imir_phase.cell_stages import standard_cells
     t1, lr = 152.0, 1.0   # 152 steps -> 150 (a multiple of 3 read-offs)
-    c = {"exact": {"t1": t1}, "ode": {"threshold": 0.5},
+    # through the stage: Adam's arm (its keys unchanged) then SGD's on the same cells
+    c = {"exact": {"t1": t1}, "ode": {"threshold": 0.5}, "validate": {"seed": 0},
          "validate_standard": dict(sgd_lr=lr, d_model=8, batch_size=32, eval_size=64,
-                                   n_evals=3)}
-    metrics: dict = {}
-    out = sgd_arm(c, _exact_side([IWL, NEITHER], t1), np.arange(2), [0, 1], metrics)
+                                   n_evals=3, n_cells=2, n_seeds=2, seed=0, steps=150,
+                                   lr=3e-2, optimizer="adam")}
+    metrics, out = {}, {}
+    standard_cells(c, _exact_side([IWL, NEITHER], t1), out, metrics)
+    assert metrics["cells_standard/index"].tolist() == [0, 1]
+    assert "winner_agreement/standard_arch" in out and "standard_arch/order_agreement" in out
     arm = "standard_arch_sgd"
     assert out[f"{arm}/steps"] == 150 and out[f"{arm}/t_last"] == 150.0
     assert metrics["cells_standard_sgd/step"].tolist() == [50, 100, 150]
