@@ -13,6 +13,8 @@ from mechjax.analysis.imir.phase import readoffs as ph
 from mechjax.sweep import log
 from mechjax.timing import load_average
 
+from experiments.imir_phase.config_checks import sgd_steps
+
 
 def straddling_cells(winner: np.ndarray, n: int, seed: int) -> np.ndarray:
     """Flat indices of ``n`` grid cells next to a change of winner (then any others), at
@@ -112,11 +114,49 @@ def standard_cells(c: dict, ex: dict, summary: dict, metrics: dict,
     metrics.update({f"cells_standard/{k}": tr[k] for k in (*std_cells.READOFFS, "loss", "step",
                                                            "winner")})
     metrics["cells_standard/index"] = pick
+    if vs["sgd_lr"]:
+        summary.update(sgd_arm(c, ex, pick, seeds, metrics,
+                               workdir and workdir.rstrip("/") + "_sgd"))
     # no emergence on the diagram: it is in optimizer steps, not on the diagram's time axis
     # (clockfree_agreement ranks it across cells instead)
     return {"x": fr_c, "y": fv_c, "winner": major, "p_rare": final["p_rare"].mean(1),
             "marker": "o", "size": 40,
             "label": "standard architecture (seed majority, mean p)"}
+
+
+def sgd_arm(c: dict, ex: dict, pick: np.ndarray, seeds: list[int], metrics: dict,
+            workdir: str | None = None) -> dict:
+    """The standard architecture on cells ``pick`` trained with plain SGD at
+    ``validate_standard.sgd_lr`` for ``exact.t1 / sgd_lr`` steps, so that t = step x lr
+    (the theory architecture's matching, ``theory_cells``; no Adam rescaling of the gradient):
+    ``standard_arch_sgd/winner_agreement`` (one horizon, the last step against the exact t1,
+    with seed spread), its clock-free comparisons and the run's steps, lr and time."""
+    vs, o = c["validate_standard"], c["ode"]
+    lr = float(vs["sgd_lr"])
+    steps = sgd_steps(c["exact"]["t1"], lr, vs["n_evals"])
+    fr_c, fv_c = ex["FR"].ravel()[pick], ex["FV"].ravel()[pick]
+    log(f"the standard architecture with plain SGD: {len(pick)} cells x {len(seeds)} seeds, "
+        f"{steps} steps at lr {lr} (t = {steps * lr:g}), load {load_average()}")
+    t0 = time.perf_counter()
+    tr = std_cells.train_standard_cells(
+        ex["spec"], fr_c, fv_c, seeds, vs["d_model"], steps, lr, vs["batch_size"],
+        vs["eval_size"], vs["n_evals"], o["threshold"], "sgd", workdir)
+    train_s = time.perf_counter() - t0
+    arm = "standard_arch_sgd"
+    metrics.update({f"cells_standard_sgd/{k}": tr[k] for k in (*std_cells.READOFFS, "loss",
+                                                               "step", "winner")})
+    # on the diagram's clock (t = step x lr); the clock-free measures do not depend on it
+    timed = {**tr, "step": np.asarray(tr["step"], np.float64) * lr}
+    return {**_keys(f"{arm}/winner_agreement", cf.agreement(ex["ro"]["winner"][pick],
+                                                            tr["winner"])),
+            **clockfree_agreement(ex, pick, timed, o["threshold"], arm),
+            f"{arm}/steps": steps, f"{arm}/lr": lr, f"{arm}/t_last": steps * lr,
+            # SGD at a large lr can blow up (NaN read-offs count as "neither"): say how often
+            f"{arm}/diverged_runs": int(np.sum(~np.isfinite(tr["loss"][..., -1]))),
+            f"{arm}/winner_per_seed": [[ph.WINNERS[w] for w in row] for row in tr["winner"]],
+            f"{arm}/loss_first_last": [float(np.mean(tr["loss"][..., 0])),
+                                       float(np.mean(tr["loss"][..., -1]))],
+            f"{arm}/train_seconds": train_s}
 
 
 def clockfree_agreement(ex: dict, pick: np.ndarray, tr: dict, threshold: float, arm: str,

@@ -88,7 +88,23 @@ def _exact_spec(c: dict) -> bl.BlockListSpec:
     if vs["steps"] % vs["n_evals"]:
         raise ConfigError(f"validate_standard.steps={vs['steps']} must be a multiple of "
                           f"validate_standard.n_evals={vs['n_evals']}")
+    if vs["n_cells"] and vs["sgd_lr"]:
+        n = round(float(e["t1"]) / vs["sgd_lr"])
+        if not vs["n_evals"] <= n <= MAX_SGD_STEPS:
+            raise ConfigError(f"validate_standard.sgd_lr={vs['sgd_lr']}: exact.t1 / sgd_lr = {n} "
+                              f"SGD steps; allowed {vs['n_evals']} (n_evals) .. {MAX_SGD_STEPS}")
     return exact_spec
+
+
+# the SGD arm's step count is set by the diagram's horizon: a tiny lr would mean a run of days
+MAX_SGD_STEPS = 100_000
+
+
+def sgd_steps(t1: float, lr: float, n_evals: int) -> int:
+    """The SGD arm's steps, ``t1 / lr`` rounded down to a multiple of ``n_evals`` (its last
+    read-off at t = steps x lr <= t1, as ``cell_stages.theory_cells``)."""
+    n = int(round(float(t1) / lr))
+    return n - n % n_evals
 
 
 def _four_coord_objects(c: dict) -> dict:

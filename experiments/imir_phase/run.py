@@ -84,6 +84,9 @@ def format_summary(summary: dict[str, Any]) -> str:
             "standard_arch/emergence_spearman", "standard_arch/emergence_spearman_cells",
             "standard_arch/stable_winner_agreement",
             "standard_arch/stable_winner_agreement_cells",
+            "standard_arch_sgd/winner_agreement", "standard_arch_sgd/winner_agreement_cells",
+            "standard_arch_sgd/order_agreement", "standard_arch_sgd/emergence_spearman",
+            "standard_arch_sgd/stable_winner_agreement",
             "grid_4coord/seconds", "grid_4coord/contour_sb", "theorem2/max_rel_error", "theorem3/slope_vs_b", "theorem3/r2",
             "ode_vs_training/max_rel_deviation",
             "theorem2_exact/protocol_max_abs_diff_vs_4coord_f_v_0", "theorem3_exact/r2",
@@ -95,5 +98,6 @@ def format_summary(summary: dict[str, Any]) -> str:
     # the standard architecture's winner is taken at one horizon per side (t1 and the last
     # optimizer step: no shared clock); the headline says so, the key stays
     label = {k: f"{k} (one horizon)" for k in ("winner_agreement/standard_arch",
-                                               "winner_agreement/standard_arch_majority")}
+                                               "winner_agreement/standard_arch_majority",
+                                               "standard_arch_sgd/winner_agreement")}
     return "\n".join(f"{label.get(k, k):>40s}: {summary[k]}" for k in keys if k in summary)

@@ -117,6 +117,8 @@ SCHEMA = Schema(
         n_evals=integer("evaluations (read-offs) during training", min=1, default=10),
         lr=number("learning rate", gt=0.0, default=3e-3),
         optimizer=choice(OPTIMIZERS, "", default="adam"),
+        sgd_lr=number("the plain-SGD arm's learning rate, steps = exact.t1 / sgd_lr (t = step x "
+                      "lr, as validate); 0 = off", ge=0.0, default=0.0),
         batch_size=integer("sequences per step", min=1, default=64),
         eval_size=integer("sequences per read-off pool", min=1, default=512),
         seed=integer("first model seed (seeds seed .. seed + n_seeds - 1)", min=0, default=0)),
