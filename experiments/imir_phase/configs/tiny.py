@@ -12,7 +12,9 @@ def get_config():
     c.theorem2.n_rare = 64
     c.theorem3 = dict(n_common=24, n_rare=24, n_blocks=12, b_max=3, f_r=0.5, f_v=0.1,
                       small_n_blocks=5)
-    c.cells = dict(n_cells=1, lr=1.0, steps=20, n_save=2, batch_size=16, eval_size=32, seed=0)
+    # n_save = ode.n_save: the trained cells' reduced-ODE horizon then runs the diagrams' compiled
+    # program (phase.four_coord.solve_grid pads grids to one size and traces t1)
+    c.cells = dict(n_cells=1, lr=1.0, steps=20, n_save=10, batch_size=16, eval_size=32, seed=0)
     c.ode_check = dict(n_common=4, n_rare=2, n_blocks=2, f_r=0.5, f_v=0.2, t1=2.0, lr=0.1,
                        n_save=4)
     # one compiled solve of 4 cells serves the grids, the b = 1 row of the (b, f_r) grid, the

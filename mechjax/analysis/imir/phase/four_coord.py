@@ -5,6 +5,7 @@ transformers trained on its cells against it. The default diagrams are the exact
 """
 from __future__ import annotations
 
+import functools
 import time
 from typing import Sequence
 
@@ -27,6 +28,13 @@ def readoff(out: dict, t: np.ndarray, b: np.ndarray, threshold: float) -> dict[s
     return ph.readoff(out, t, threshold, icl_ceiling=b / (b + 1.0))
 
 
+# Grids are padded to a multiple of this many cells (copies of the first cell, dropped after):
+# the diagrams, the reference cell and the trained cells' horizon then run one compiled
+# program per (sizes, n_save, tolerances, dtype) instead of one per grid size. A 4-coordinate
+# solve costs little per cell; compiling it costs seconds.
+GRID_BUCKET = 64
+
+
 def solve_grid(sizes: rd.RecallSizes, theta0: Sequence[float], b, f_r, f_v, t1: float,
                n_save: int, dtype=jnp.float32, rtol: float = solve.RTOL,
                atol: float = solve.ATOL, dt0: float | None = None) -> dict[str, jax.Array]:
@@ -34,37 +42,56 @@ def solve_grid(sizes: rd.RecallSizes, theta0: Sequence[float], b, f_r, f_v, t1: 
     one jitted ``vmap``. Returns ``theta [G, n_save + 1, 4]`` and the
     ``dynamics.four_coord.metrics``
     ``[G, n_save + 1]`` along the trajectories."""
-    b, f_r, f_v = (jnp.asarray(np.ravel(x), dtype)
-                   for x in np.broadcast_arrays(b, f_r, f_v))
-    th0 = jnp.asarray(theta0, dtype)
-    return grid_solver(sizes, t1, n_save, rtol, atol, dt0)(th0, b, f_r, f_v)
+    out, _ = _run_padded(sizes, theta0, b, f_r, f_v, t1, n_save, dtype, rtol, atol, dt0)
+    return out
 
 
-def grid_solver(sizes: rd.RecallSizes, t1: float, n_save: int, rtol: float = solve.RTOL,
-                atol: float = solve.ATOL, dt0: float | None = None):
-    """The jitted ``(theta0 [4], b [G], f_r [G], f_v [G]) -> solve_grid output`` (to lower and
-    compile separately, e.g. to time compilation apart from the solve)."""
-    def one(th0, b, fr, fv):
-        traj = rd.integrate(sizes, th0, b, fr, fv, t1, n_save, rtol, atol, dt0)
+def _run_padded(sizes, theta0, b, f_r, f_v, t1, n_save, dtype, rtol, atol, dt0):
+    """``solve_grid`` and the seconds spent compiling (0 when the program was compiled before)."""
+    b, f_r, f_v = (np.ravel(x) for x in np.broadcast_arrays(b, f_r, f_v))
+    n = b.size
+    pad = -n % GRID_BUCKET
+    cells = [jnp.asarray(np.concatenate([x, np.repeat(x[:1], pad)]), dtype) for x in (b, f_r, f_v)]
+    args = (jnp.asarray(theta0, dtype), *cells, jnp.asarray(t1, dtype),
+            jnp.asarray(0.0 if dt0 is None else dt0, dtype))
+    t0 = time.perf_counter()
+    program = _compiled(sizes, n_save, float(rtol), float(atol), dt0 is not None,
+                        tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args))
+    compile_s = time.perf_counter() - t0
+    return {k: v[:n] for k, v in program(*args).items()}, compile_s
+
+
+def grid_solver(sizes: rd.RecallSizes, n_save: int, rtol: float = solve.RTOL,
+                atol: float = solve.ATOL, fixed_dt0: bool = True):
+    """The jitted ``(theta0 [4], b [G], f_r [G], f_v [G], t1, dt0) -> solve_grid output``;
+    ``t1`` and ``dt0`` are traced (one program serves every horizon), ``dt0`` is ignored (diffrax
+    picks the first step) unless ``fixed_dt0``."""
+    def one(th0, b, fr, fv, t1, dt0):
+        traj = rd.integrate(sizes, th0, b, fr, fv, t1, n_save, rtol, atol,
+                            dt0 if fixed_dt0 else None)
         m = jax.vmap(lambda th: rd.metrics(sizes, th, b, fr, fv))(traj)
         return {"theta": traj, **m}
 
-    return jax.jit(jax.vmap(one, in_axes=(None, 0, 0, 0)))
+    return jax.jit(jax.vmap(one, in_axes=(None, 0, 0, 0, None, None)))
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(sizes: rd.RecallSizes, n_save: int, rtol: float, atol: float, fixed_dt0: bool,
+              shapes: tuple):
+    """``grid_solver`` compiled for these argument shapes, kept for the process."""
+    return grid_solver(sizes, n_save, rtol, atol, fixed_dt0).lower(*shapes).compile()
 
 
 def timed_grid(sizes: rd.RecallSizes, theta0: Sequence[float], b, f_r, f_v, t1: float,
                n_save: int, dt0: float | None = None) -> tuple[dict[str, np.ndarray], float, float]:
     """``solve_grid`` (float32) with compilation timed apart: ``(numpy results, compile
-    seconds, run seconds)``."""
-    fn = grid_solver(sizes, t1, n_save, dt0=dt0)
-    b, f_r, f_v = (jnp.asarray(x, jnp.float32) for x in np.broadcast_arrays(b, f_r, f_v))
-    args = (jnp.asarray(theta0, jnp.float32), b, f_r, f_v)
+    seconds (0 when an earlier call compiled the same program), run seconds)``."""
     t0 = time.perf_counter()
-    compiled = fn.lower(*args).compile()
-    t1_ = time.perf_counter()
-    out = jax.block_until_ready(compiled(*args))
-    t2 = time.perf_counter()
-    return {k: np.asarray(v) for k, v in out.items()}, t1_ - t0, t2 - t1_
+    out, compile_s = _run_padded(sizes, theta0, b, f_r, f_v, t1, n_save, jnp.float32,
+                                 solve.RTOL, solve.ATOL, dt0)
+    out = jax.block_until_ready(out)
+    run_s = time.perf_counter() - t0 - compile_s
+    return {k: np.asarray(v) for k, v in out.items()}, compile_s, run_s
 
 
 def cells_vs_ode(trained: dict[str, np.ndarray], ode_same_horizon: dict[str, np.ndarray],
