@@ -61,6 +61,14 @@ def test_first_slot_judge_on_generated_token_rows(setup, bos):
     # the BOS is not in the judged text; the padding after a short tail decodes as <|endoftext|>
     assert texts[1].startswith("In the past, the keys to the cabinet was ready.<|endoftext|>")
     first = ag_gen.judge(texts, "first")
-    assert first == {"n_slots": 4, "agree": 0.5, "disagree": 0.5}  # rows 2 and 3 agree
+    assert first == {"n_texts": 4, "n_slots": 4, "agree": 0.5, "disagree": 0.5}  # 2, 3 agree
+    # a continuation without any verb: no slot; over all prompts 2 of 5 flipped
+    from experiments.ace_agreement.stages import generation_block
+    judged = {"greedy": {rule: {k: ag_gen.judge(texts + ["The key near the cabinets ready."],
+                                                rule) for k in ("clean", "pushed", "reflected")}
+                         for rule in ag_gen.JUDGE_RULES}}
+    block = generation_block(judged)
+    assert block["flip_generation/greedy/fraction_flipped"] == 0.5
+    assert block["flip_generation/greedy/fraction_of_prompts_flipped"] == pytest.approx(2 / 5)
     every = ag_gen.judge(texts, "all")
     assert every["n_slots"] == 6 and every["agree"] == pytest.approx(3 / 6)

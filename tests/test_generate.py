@@ -109,11 +109,12 @@ def test_slots_and_judge_on_hand_written_texts():
     assert ag_gen.slots("The mice that I mentioned was<|endoftext|>The child is") == [(1, 0),
                                                                                       (0, 0)]
     judged = ag_gen.judge(["The keys are here.", "The key are here.", "We waited."])
-    assert judged == {"n_slots": 2, "agree": 0.5, "disagree": 0.5}
+    assert judged == {"n_texts": 3, "n_slots": 2, "agree": 0.5, "disagree": 0.5}
     assert ag_gen.judge(["We waited."])["agree"] is None
     # the first-slot rule scores only the verb the prompt asks for
     texts = ["The keys were here. The man are", "The key is old. The mice is", "We waited."]
-    assert ag_gen.judge(texts, "first") == {"n_slots": 2, "agree": 1.0, "disagree": 0.0}
+    assert ag_gen.judge(texts, "first") == {"n_texts": 3, "n_slots": 2, "agree": 1.0,
+                                            "disagree": 0.0}
     assert ag_gen.judge(texts, "all")["n_slots"] == 4
     with pytest.raises(ValueError, match="rule='last'"):
         ag_gen.judge(texts, "last")

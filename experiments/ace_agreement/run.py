@@ -45,7 +45,8 @@ MORE_SEED_KEYS = tuple(f"flip_generation/{d}{rule}/{k}" for d in stages.DECODING
                        for rule in ("", "/all_slots")
                        for k in ("fraction_flipped", "fraction_flipped_reflected",
                                  "clean_agreement")
-                       if f"flip_generation/{d}{rule}/{k}" not in SUMMARY_KEYS)
+                       if f"flip_generation/{d}{rule}/{k}" not in SUMMARY_KEYS) + tuple(
+    f"flip_generation/{d}/fraction_of_prompts_flipped" for d in stages.DECODINGS)
 
 
 def gpt2_paths(config) -> list[str]:

@@ -129,7 +129,8 @@ def generations(family: Family, result: ac.ModelResult, prompts: list[ag.Prompt]
 
 def generation_block(judged: dict) -> dict[str, Any]:
     """Summary keys of one model's judged generations: ``flip_generation/<decoding>/...`` by the
-    first-slot rule, and the same under ``.../all_slots/...``."""
+    first-slot rule (``fraction_flipped`` over the continuations that hold a verb,
+    ``fraction_of_prompts_flipped`` over all of them), and the same under ``.../all_slots/...``."""
     block = {}
     for decoding, by_rule in judged.items():
         for rule, prefix in (("first", f"flip_generation/{decoding}"),
@@ -139,6 +140,11 @@ def generation_block(judged: dict) -> dict[str, Any]:
                           f"{prefix}/fraction_flipped_reflected": j["reflected"]["disagree"],
                           f"{prefix}/clean_agreement": j["clean"]["agree"],
                           f"{prefix}/n_slots": {k: v["n_slots"] for k, v in j.items()}})
+            if rule == "first":  # a continuation with no verb counts as not flipped here
+                pushed = j["pushed"]
+                block[f"{prefix}/fraction_of_prompts_flipped"] = (
+                    None if pushed["disagree"] is None else
+                    pushed["disagree"] * pushed["n_slots"] / pushed["n_texts"])
     return block
 
 

@@ -140,13 +140,13 @@ JUDGE_RULES = ("first", "all")
 
 def judge(texts: Sequence[str], rule: str = "all") -> dict[str, Any]:
     """Counts over the slots of ``texts`` (``rule``: each text's first slot, or all of them):
-    ``n_slots``, ``agree`` (fraction whose verb agrees with the head noun), ``disagree``
-    (1 - agree; ``None`` without slots)."""
+    ``n_texts``, ``n_slots``, ``agree`` (fraction whose verb agrees with the head noun),
+    ``disagree`` (1 - agree; ``None`` without slots)."""
     if rule not in JUDGE_RULES:
         raise ValueError(f"rule={rule!r}: allowed {JUDGE_RULES}")
     pairs = [p for t in texts for p in (slots(t)[:1] if rule == "first" else slots(t))]
     agree = sum(e == v for e, v in pairs) / len(pairs) if pairs else None
-    return {"n_slots": len(pairs), "agree": agree,
+    return {"n_texts": len(texts), "n_slots": len(pairs), "agree": agree,
             "disagree": None if agree is None else 1.0 - agree}
 
 
