@@ -151,8 +151,9 @@ def sgd_arm(c: dict, ex: dict, pick: np.ndarray, seeds: list[int], metrics: dict
                                                             tr["winner"])),
             **clockfree_agreement(ex, pick, timed, o["threshold"], arm),
             f"{arm}/steps": steps, f"{arm}/lr": lr, f"{arm}/t_last": steps * lr,
-            # SGD at a large lr can blow up (NaN read-offs count as "neither"): say how often
-            f"{arm}/diverged_runs": int(np.sum(~np.isfinite(tr["loss"][..., -1]))),
+            # SGD at a large lr can blow up (its read-offs then count as "neither"): runs whose
+            # last loss is not below the first (NaN included), how many
+            f"{arm}/diverged_runs": int(np.sum(~(tr["loss"][..., -1] <= tr["loss"][..., 0]))),
             f"{arm}/winner_per_seed": [[ph.WINNERS[w] for w in row] for row in tr["winner"]],
             f"{arm}/loss_first_last": [float(np.mean(tr["loss"][..., 0])),
                                        float(np.mean(tr["loss"][..., -1]))],
