@@ -81,8 +81,11 @@ def seed_mesh() -> jax.sharding.Mesh:
 def sweep_program(trainer: Trainer, chunk: int, mesh: jax.sharding.Mesh,
                   vectorize: str = "auto", on_trace: Callable[[], None] | None = None
                   ) -> Callable:
-    """``(state [S, G, ...], hparams [G]) -> (state, metrics [S, G, chunk])``, jitted.
+    """``(state [S, G, ...], hparams [G], total) -> (state, metrics [S, G, chunk])``, jitted.
 
+    ``total`` (int32 scalar, ``trainer.total_steps()``) is the step count the runs stop at; it
+    is an argument, not a constant, so sweeps whose trainers differ only in ``steps`` (the
+    branches of an experiment) are one program, compiled once (a persistent-cache hit).
     ``shard_map`` gives each device its own block of seeds (seeds never communicate). Within a
     device the seeds are batched by ``vmap`` or run one after another by ``lax.map``
     (``vectorize``): batching shares each matmul across seeds, the loop keeps every matmul the
@@ -92,20 +95,21 @@ def sweep_program(trainer: Trainer, chunk: int, mesh: jax.sharding.Mesh,
     """
     vectorize = resolve_vectorize(vectorize)
 
-    def one_run(state, hp):
+    def one_run(state, hp, total):
         if on_trace is not None:
             on_trace()  # Python side effect: runs at trace time only
-        return trainer.run(state, hp, chunk)
+        return trainer.run(state, hp, chunk, total)
 
-    over_grid = jax.vmap(one_run, (0, 0))
+    over_grid = jax.vmap(one_run, (0, 0, None))
 
-    def per_device(state, hparams):
+    def per_device(state, hparams, total):
         if vectorize == "vmap":
-            return jax.vmap(over_grid, (0, None))(state, hparams)
-        return jax.lax.map(lambda s: over_grid(s, hparams), state)
+            return jax.vmap(over_grid, (0, None, None))(state, hparams, total)
+        return jax.lax.map(lambda s: over_grid(s, hparams, total), state)
 
     spec = PartitionSpec(SEED_AXIS)
-    return jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=(spec, PartitionSpec()),
+    return jax.jit(jax.shard_map(per_device, mesh=mesh,
+                                 in_specs=(spec, PartitionSpec(), PartitionSpec()),
                                  out_specs=spec), donate_argnums=0)
 
 
@@ -187,7 +191,7 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
     while run.done < plan.n_chunks and not stopped:
         with watchdog.watch(f"training chunk {run.done + 1}/{plan.n_chunks} of "
                             f"{len(plan.seeds)} seeds"):
-            run.state, chunk_metrics = run_fn(run.state, grid)
+            run.state, chunk_metrics = run_fn(run.state, grid, trainer.total_steps())
             chunk_metrics = sweep_files.to_host(chunk_metrics)
         for k, v in chunk_metrics.items():
             run.metrics[k][:, :, run.done * plan.chunk:(run.done + 1) * plan.chunk] = v
@@ -215,7 +219,7 @@ def _start(trainer: Trainer, plan: SweepPlan, mesh: jax.sharding.Mesh, grid, run
     state = init_fn(_shard_seeds(keys, mesh), grid, _shard_seeds(index, mesh))
     if jax.process_count() > 1:  # which slice of the seeds this process trains
         log_local_seeds(plan.seeds, local_seed_rows(seed_sharding, len(keys)), mesh.devices.size)
-    metric_shapes = jax.eval_shape(run_fn, state, grid)[1]
+    metric_shapes = jax.eval_shape(run_fn, state, grid, trainer.total_steps())[1]
     metrics = {k: np.full((len(keys), plan.n_grid, plan.n_chunks * plan.chunk), np.nan,
                           np.float32) for k in metric_shapes}
     return _Progress(plan, state, metrics)

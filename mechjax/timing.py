@@ -97,8 +97,9 @@ def grid_vs_sequential(trainer, seeds: Sequence[int], grid: Mapping[str, jax.Arr
     init = jax.jit(jax.vmap(jax.vmap(trainer.init, (None, 0)), (0, None)))
     program = sweep_program(trainer, steps, mesh, vectorize)
     state = init(keys, dict(grid))
-    compiled, out_compile = timed_compile(program, state, dict(grid))
-    _, grid_seconds = timed_call(compiled, state, dict(grid))
+    total = trainer.total_steps()
+    compiled, out_compile = timed_compile(program, state, dict(grid), total)
+    _, grid_seconds = timed_call(compiled, state, dict(grid), total)
     out = {"grid_compile_seconds": out_compile, "grid_seconds": grid_seconds}
 
     single = jax.jit(lambda s, h: trainer.run(s, h, steps))

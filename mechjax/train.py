@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from mechjax import chunks, fastpath, metrics
@@ -262,14 +263,13 @@ class Trainer:
         return state._replace(params=params, opt_state=opt_state, key=key,
                               step=state.step + 1, finite=ok), (loss, acc)
 
-    def run(self, state: TrainState, hparams: HParams, n_evals: int):
-        """Advance ``n_evals`` evaluation intervals; steps past ``train_cfg.steps`` are skipped.
-
-        Returns ``(state, metrics)`` with metrics stacked ``[n_evals]``; ``metrics['step']`` is the
-        step after each interval (entries past the end repeat the last state).
-        """
-        total = self.train_cfg.steps
-        _, task_params = split_hparams(hparams)
+    def run(self, state: TrainState, hparams: HParams, n_evals: int,
+            total: jax.Array | int | None = None):
+        """Advance ``n_evals`` evaluation intervals, skipping steps past ``total`` (default
+        ``train_cfg.steps``; traced, so trainers differing only in ``steps`` share a program).
+        Returns ``(state, metrics [n_evals])``; ``metrics['step']``: the step after each one."""
+        total, task_params = (self.train_cfg.steps if total is None else total,
+                              split_hparams(hparams)[1])
 
         def one_step(carry, _):
             new, out = self._step(carry, hparams)
@@ -285,6 +285,9 @@ class Trainer:
             return carry, row
 
         return jax.lax.scan(interval, state, None, length=n_evals)
+
+    def total_steps(self) -> np.ndarray:  # the int32 ``total`` that sweep_program takes
+        return np.asarray(self.train_cfg.steps, np.int32)
 
     def __call__(self, key: jax.Array, hparams: HParams):
         """``train(key, hparams) -> (final_state, metrics)`` for the whole ``train_cfg.steps``."""

@@ -118,3 +118,43 @@ def pyplot():
     import matplotlib.pyplot as plt
     yield plt
     plt.close("all")
+
+
+# ---- scheduling for ``-n 2`` -------------------------------------------------------------------
+# Cold seconds per test module on 2 shared cores (``--durations=0`` of a cold ``-n 2`` run, fixture
+# setups included; only the order matters, so stale numbers cost speed, never correctness). The
+# modules run heaviest first, each whole on one worker (xdist's ``loadscope``: a module's fixtures
+# are built once), so the light ones fill the end and both workers finish together; with
+# xdist's default ``load``, a long module last leaves the other worker idle for its length.
+MODULE_SECONDS = {  # the largest tests of the 824 s cold run of 03522c9, summed per module
+    "test_imir_phase.py": 89, "test_assign_add_experiment.py": 86, "test_ace_grokking.py": 57,
+    "test_grokking_law_experiment.py": 54, "test_benchmark_accelerator.py": 50,
+    "test_multiprocess.py": 44, "test_ace_markov.py": 40, "test_fastpath.py": 36,
+    "test_train.py": 34, "test_ace_agreement.py": 33, "test_imir_init_experiment.py": 31,
+    "test_imir_detect_experiment.py": 25, "test_quickstart.py": 23, "test_sweep.py": 23,
+    "test_timing.py": 22, "test_icl_minimal_experiment.py": 19, "test_generate.py": 17,
+    "test_seed_atlas_experiment.py": 16, "test_hooks.py": 16,
+}
+
+
+def _module_cost(item) -> float:
+    return MODULE_SECONDS.get(os.path.basename(str(item.path)), 0.0)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Modules by ``MODULE_SECONDS``, heaviest first; the order within a module and between
+    modules of equal cost stays pytest's (a stable sort: deterministic, the same in every
+    worker, as xdist requires)."""
+    items.sort(key=lambda item: -_module_cost(item))
+
+
+def pytest_configure(config):
+    """Under ``-n N`` without an explicit ``--dist``: whole modules per worker, in the collection
+    order above (not xdist's reorder by test count)."""
+    if hasattr(config, "workerinput") or getattr(config.option, "dist", "no") != "load":
+        return
+    given = config.invocation_params.args
+    if any(a == "-d" or a.startswith("--dist") for a in given):
+        return
+    config.option.dist = "loadscope"
+    config.option.loadscopereorder = False

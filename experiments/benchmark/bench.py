@@ -96,11 +96,12 @@ def measure_jax(mode: str, steps: int, seeds: int, batch: int, repeats: int,
         program = sweep_program(tr, 1, mesh, vectorize=mode.split("_")[1])
         state = [init(keys, grid)]
         t0 = time.perf_counter()
-        compiled = program.lower(state[0], grid).compile()
+        total = tr.total_steps()
+        compiled = program.lower(state[0], grid, total).compile()
         compile_seconds = time.perf_counter() - t0
 
         def go():  # the program donates its input state and returns the next one
-            state[0] = jax.block_until_ready(compiled(state[0], grid))[0]
+            state[0] = jax.block_until_ready(compiled(state[0], grid, total))[0]
 
         go()  # warm-up
         seconds = _best_time(go, repeats)
