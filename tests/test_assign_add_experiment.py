@@ -212,9 +212,9 @@ def test_tiny_f_sweep_compiles_once_over_the_grid(tmp_path, monkeypatch):
     traces = []
     original = Trainer.run
 
-    def counted(self, state, hparams, n_evals):
+    def counted(self, state, hparams, n_evals, total=None):
         traces.append(n_evals)
-        return original(self, state, hparams, n_evals)
+        return original(self, state, hparams, n_evals, total)
 
     monkeypatch.setattr(Trainer, "run", counted)
     wd = str(tmp_path / "sf")

@@ -62,8 +62,11 @@ def test_vmapped_grid_equals_individual_solves():
     grid = fc.solve_grid(sizes, [0.1, 0.2, 0.3, 0.4], b, fr, fv, 800.0, 4)
     one = jax.jit(lambda b, fr, fv: rd.integrate(sizes, jnp.asarray([0.1, 0.2, 0.3, 0.4]), b, fr,
                                                  fv, 800.0, 4))
+    # Both are adaptive float32 solves at the solver's rtol 1e-5: different op fusion (batched vs one
+    # cell) can pick different steps, so they agree to ~10x that tolerance; a cell mixed up by the
+    # padding or the batching differs at O(1).
     for i in range(4):
-        np.testing.assert_allclose(grid["theta"][i], one(float(b[i]), fr[i], fv[i]), rtol=1e-5,
+        np.testing.assert_allclose(grid["theta"][i], one(float(b[i]), fr[i], fv[i]), rtol=1e-4,
                                    atol=1e-5)
         m = rd.metrics(sizes, grid["theta"][i, -1], float(b[i]), fr[i], fv[i])
         np.testing.assert_allclose(grid["p_rare"][i, -1], m["p_rare"], rtol=1e-5)
