@@ -19,7 +19,6 @@ block, in the ``b = 1`` layout. The winner is ``phase.readoff``'s (uncapped ICL 
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Sequence
 
 import jax
@@ -27,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechjax.analysis.imir.phase import readoffs as ph
-from mechjax.analysis.imir.cells.theory import eval_pool
+from mechjax.analysis.imir.cells.theory import eval_pool, iwl_pool
 from mechjax.config import ModelConfig
 from mechjax.model import forward
 from mechjax.sweep import run_sweep
@@ -57,11 +56,9 @@ def readoff_fn(spec: bl.BlockListSpec, cfg: ModelConfig, eval_size: int, seed: i
     """The trainer's ``eval_fn``: ``READOFFS`` at the run's ``(f_r, f_v)``. The rare pool is
     drawn from the run's fixed evaluation key (the same sequences at every evaluation); the
     in-weights pool does not depend on the cell, so one pool (from ``seed``) serves every run."""
-    # the exact read-off's layout; drawn here once, which also keeps its sampler out of the
-    # sweep program (compilation dominates small sweeps on CPU)
-    iwl_spec = dataclasses.replace(spec, burstiness=1)
-    iwl = jax.jit(lambda k: eval_pool(iwl_spec, k, eval_size, 0.0, False))(
-        jax.random.key(seed))
+    # drawn here once, which keeps its sampler out of the sweep program (compilation dominates
+    # small sweeps on CPU)
+    iwl = jax.jit(lambda k: iwl_pool(spec, k, eval_size))(jax.random.key(seed))
     iwl_target = jnp.asarray(spec.association())[
         jnp.take_along_axis(iwl[0], iwl[1][:, None], 1)[:, 0]]
 

@@ -11,10 +11,11 @@ Recorded every ``steps / n_save`` steps: the Gram-weighted projection of the wei
 directions, ``p_rare`` (mean target probability on rare items; the sampled evaluation pool has
 ``f_r = 1``, so its distractors are rare as well), ``p_iwl`` (mean
 probability of ``C(a)`` for common queries whose relevant block was removed from the context:
-in-weights only), and the training loss.
+in-weights only, ``iwl_pool``), and the training loss.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -41,6 +42,14 @@ def eval_pool(spec: bl.BlockListSpec, key, n: int, f_r, with_relevant: bool, f_v
         draws["rare0"] = jnp.ones_like(draws["rare0"])
     seqs = jax.vmap(lambda d: bl.assemble(spec, d, with_relevant))(draws)
     return seqs["tokens"], seqs["query_pos"], seqs["target"]
+
+
+def iwl_pool(spec: bl.BlockListSpec, key, n: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The in-weights read-off pool: ``n`` common faithful queries (``f_r = f_v = 0``) whose
+    relevant block is replaced by a distractor block, in the ``b = 1`` layout for every ``b``,
+    the population of the exact dynamics' ``p_iwl`` (``dynamics.model.make``); with the spec's
+    own ``b`` copies, ``b > 1`` would read another population (``b`` copies of the distractor)."""
+    return eval_pool(dataclasses.replace(spec, burstiness=1), key, n, 0.0, False)
 
 
 def train_cells(spec: bl.BlockListSpec, theta0_sub, f_r: np.ndarray, f_v: np.ndarray, lr: float,
@@ -92,7 +101,7 @@ def _program(spec: bl.BlockListSpec, steps: int, n_save: int, batch_size: int, e
         w0 = proj.weights(basis, theta0_sub @ jnp.asarray(phi, jnp.float32))
         k_rare, k_iwl, k_train = jax.random.split(jax.random.key(seed), 3)
         rare = eval_pool(spec, k_rare, eval_size, 1.0, True)
-        iwl = eval_pool(spec, k_iwl, eval_size, 0.0, False)
+        iwl = iwl_pool(spec, k_iwl, eval_size)
 
         def one(fr, fv, key):
             tp = {"f_r": fr, "f_v": fv}
