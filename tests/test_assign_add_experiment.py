@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from types import SimpleNamespace
 
 import jax
@@ -13,8 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import (PYTHON, REPO, assert_refused_before_writing, run_module_env,
-                      run_watched)
+from cli_fixtures import main_exit
+from conftest import assert_refused_before_writing, run_watched
 from experiments.assign_add import analysis as an
 from experiments.assign_add import progress, run, sweep_data
 from experiments.assign_add.configs import sweep_f, tiny
@@ -281,21 +280,18 @@ def test_bad_sweep_config_fails_before_the_workdir_is_written(tmp_path, edit, me
 
 
 def test_command_line_refuses_bad_flag_before_writing(tmp_path):
+    """Each command's real ``__main__`` (flags, config overrides, schema) refuses a bad flag
+    with one ``error:`` line and writes nothing; in process, since a fresh interpreter per
+    command costs seconds of imports."""
     wd = tmp_path / "cli"
-    proc = subprocess.run([PYTHON, "-m", "experiments.assign_add", f"--workdir={wd}",
-                           "--config.task.f=1.5"], cwd=REPO, env=run_module_env(),
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode != 0 and "task.f=1.5" in proc.stderr, proc.stderr[-2000:]
-    assert "Traceback" not in proc.stderr
+    code = main_exit("experiments.assign_add", [f"--workdir={wd}", "--config.task.f=1.5"])
+    assert isinstance(code, str) and code.startswith("error:") and "task.f=1.5" in code, code
     assert not wd.exists()
     wd = tmp_path / "sweep"
-    proc = subprocess.run([PYTHON, "-m", "experiments.assign_add.sweep_data", f"--workdir={wd}",
-                           "--config.grid=(0.5,1.2)"], cwd=REPO, env=run_module_env(),
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode != 0 and "config.grid=(0.5, 1.2)" in proc.stderr, proc.stderr[-2000:]
+    code = main_exit("experiments.assign_add.sweep_data",
+                     [f"--workdir={wd}", "--config.grid=(0.5,1.2)"])
+    assert isinstance(code, str) and "config.grid=(0.5, 1.2)" in code, code
     assert not wd.exists()
-    proc = subprocess.run([PYTHON, "-m", "experiments.assign_add.progress",
-                           f"--workdir={tmp_path / 'none'}"], cwd=REPO, env=run_module_env(),
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode != 0 and "config.json does not exist" in proc.stderr, proc.stderr
-    assert "Traceback" not in proc.stderr
+    code = main_exit("experiments.assign_add.progress", [f"--workdir={tmp_path / 'none'}"])
+    assert isinstance(code, str) and code.startswith("error:") and \
+        "config.json does not exist" in code, code

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from types import SimpleNamespace
 
 import jax
@@ -14,16 +15,25 @@ import pytest
 from conftest import assert_refused_before_writing, run_and_read, run_watched
 from experiments.grokking_law import run
 from experiments.grokking_law.configs import tiny
+from mechjax import runs
 from mechjax.workdir import enable_compilation_cache
 
 
-@pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
-def test_tiny_end_to_end(tmp_path):
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """The tiny config run once for the tests that read a finished run (each rerun would trace,
+    load and run its three training programs again)."""
     config = tiny.get_config()
-    workdir = str(tmp_path / "run")
+    workdir = str(tmp_path_factory.mktemp("grokking_law") / "run")
     summary, saved = run_and_read(
         run.run, config, workdir, figures=("grokking_law.png",),
         outputs=("omega_sweep/checkpoints", "p_sweep/p5/checkpoints", "p_sweep/p7/checkpoints"))
+    return config, workdir, summary, saved
+
+
+@pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
+def test_tiny_end_to_end(tiny_run):
+    config, workdir, summary, saved = tiny_run
     n = config.n_seeds
     for key in ("beta", "beta_r2", "Omega", "p_crit", "p_fit_r2", "never_grokked"):
         assert key in saved, key
@@ -111,40 +121,50 @@ def test_the_experiment_recovers_a_planted_law(tmp_path, monkeypatch, beta):
             assert summary[f"t_mem/{name}={v:g}"]["per_seed"] == [20, 27, 34]
 
 
-def test_overwrite_with_another_lr_resumes_nothing_of_the_old_run(tmp_path, capsys):
+@pytest.mark.timeout(600)  # may set up tiny_run: a whole tiny experiment
+def test_overwrite_with_another_lr_resumes_nothing_of_the_old_run(tiny_run, tmp_path, capsys):
     """The new-user report: an overwrite with a changed lr resumed the old omega_sweep/ and
-    p_sweep/ checkpoints and wrote the old run's metrics under the new config."""
-    config, workdir = tiny.get_config(), str(tmp_path / "run")
-    config.p_sweep.ps = (5,)
-    run_watched(run.run, config, workdir)
+    p_sweep/ checkpoints and wrote the old run's metrics under the new config. Here the tiny
+    run (a copy) is overwritten with another lr and one p only."""
+    _, finished, _, _ = tiny_run
+    workdir = str(tmp_path / "run")
+    shutil.copytree(finished, workdir)
     curves = os.path.join(workdir, "omega_sweep", "metrics.npz")  # accuracy after every step
     old = np.load(curves)["metrics/acc/train"]
-    capsys.readouterr()
+    config = tiny.get_config()
+    config.p_sweep.ps = (5,)
     config.hparams.lr = 3e-2
+    capsys.readouterr()
     run_watched(run.run, config, workdir, overwrite=True)
     assert "resumed" not in capsys.readouterr().err
     assert not np.array_equal(old, np.load(curves)["metrics/acc/train"])
+    assert not os.path.exists(os.path.join(workdir, "p_sweep", "p7"))  # nothing old is kept
     with open(os.path.join(workdir, "config.json")) as f:
         assert json.load(f)["hparams"]["lr"] == 3e-2
 
 
-def test_accuracy_is_evaluated_every_step_on_the_full_split():
+@pytest.mark.timeout(600)  # may set up tiny_run: a whole tiny experiment
+def test_accuracy_is_evaluated_every_step_on_the_full_split(tiny_run):
     """The in-scan evaluation equals a host-side evaluation of the same parameters, and there is
-    one evaluation per optimizer step."""
-    config = tiny.get_config()
-    trainer = run.make_trainer(7, None, 6, config)
-    hp = trainer.default_hparams(lr=1e-2, weight_decay=1.0)
-    state = trainer.init(jax.random.PRNGKey(0), hp)
-    state, metrics = jax.jit(lambda s: trainer.run(s, hp, 6))(state)
-    np.testing.assert_array_equal(np.asarray(metrics["step"]), np.arange(1, 7))
+    one evaluation per optimizer step: the tiny run's p = 7 sweep (full batch), its final
+    parameters of every seed against its last recorded accuracies."""
+    config, workdir, _, _ = tiny_run
+    opened = runs.open(workdir, "p_sweep/p7")
+    steps = config.p_sweep.steps
+    metrics = opened.metrics_at(grid=0)  # [seeds, evals]
+    np.testing.assert_array_equal(np.asarray(metrics["step"][0]), np.arange(1, steps + 1))
+    assert opened.steps_saved[-1] == steps
+    trainer = run.make_trainer(7, None, steps, config)
     from mechjax.model import forward
     batch = trainer.task.eval_pools["train"](None, {"train_fraction": jnp.float32(0.5)})
-    pred = np.asarray(forward(state.params, batch["tokens"], trainer.model_cfg)[:, -1].argmax(-1))
-    correct = pred == np.asarray(batch["labels"])
     mask = np.asarray(batch["weights"]) > 0
     assert mask.sum() == round(0.5 * 49)
-    assert float(metrics["acc/train"][-1]) == pytest.approx(correct[mask].mean(), abs=1e-6)
-    assert float(metrics["acc/test"][-1]) == pytest.approx(correct[~mask].mean(), abs=1e-6)
+    stacked = opened.stacked_params(steps)  # [seeds, ...]
+    predict = jax.jit(jax.vmap(lambda p: forward(p, batch["tokens"], trainer.model_cfg)[:, -1]
+                               .argmax(-1)))  # one small program for every seed
+    correct = np.asarray(predict(stacked)) == np.asarray(batch["labels"])  # [seeds, pairs]
+    np.testing.assert_allclose(metrics["acc/train"][:, -1], correct[:, mask].mean(1), atol=1e-6)
+    np.testing.assert_allclose(metrics["acc/test"][:, -1], correct[:, ~mask].mean(1), atol=1e-6)
 
 
 @pytest.mark.parametrize("edit, message", [
