@@ -77,7 +77,8 @@ def test_the_planted_binding_seeds_are_found_and_dated(tiny_run, tmp_path):
     table = np.load(tmp_path / "atlas" / "table.npz")
     assert table["measure/progress/qk1_prev_token"].shape == (8, 3)
     assert len([k for k in table if k.startswith("measure/progress/")]) == 7
-    assert os.listdir(tmp_path / "atlas" / "figures") == ["seed_atlas.png"]
+    assert sorted(os.listdir(tmp_path / "atlas" / "figures")) == ["accuracy_by_group.png",
+                                                                  "seed_atlas.png"]
 
 
 def test_the_head_in_every_seed_does_not_date_the_split(tiny_run, tmp_path):

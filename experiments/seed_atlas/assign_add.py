@@ -85,32 +85,47 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     log(f"seed_atlas.assign_add: {len(run_.seeds)} seeds of {run_.path}, {int(bound.sum())} "
         f"bound, at {len(steps)} saved steps")
     table = snapshot_table(run_, steps, config)
-    metrics = run_.metrics_at(0)
-    evals = run_.steps.tolist()
+    metrics, evals = run_.metrics_at(0), run_.steps.tolist()
     recorded = {m: np.asarray(metrics[m], np.float64) for m in PROGRESS if m in metrics}
-    cols = [evals.index(s) for s in steps if s in evals]
-    shown = {**table, config.outcome: np.full((len(bound), len(steps)), np.nan)}
-    shown[config.outcome][:, [steps.index(s) for s in steps if s in evals]] = \
-        metrics[config.outcome][:, cols]
     found = {"snapshots": separation(steps, table, bound, sorted(table), config.min_accuracy),
              "evaluations": separation(evals, recorded, bound, sorted(recorded),
                                        config.min_accuracy) if recorded else None}
     grouping = sa.cluster_seeds(sa.trajectory_similarity(
         {"o": np.asarray(metrics[config.outcome], np.float64)}, kind="distance"))
     summary = make_summary(run_, steps, bound, table, found, grouping, config)
+    shown = {config.outcome: at_steps(metrics[config.outcome], evals, steps), **table}
     write_npz(os.path.join(workdir, "table.npz"),
               {"steps": np.asarray(steps), "seeds": np.asarray(run_.seeds),
                "bound": bound.astype(np.int64), **{f"measure/{k}": v for k, v in shown.items()}})
-    sep = found["snapshots"]
-    save_figure(atlas_plots.seed_curves(
-        steps, shown, bound.astype(int), names=[config.outcome, *sorted(table)],
-        marks=[sep.step] if sep and sep.step is not None else [],
-        group_names=[n for n, present in zip(GROUP_NAMES, (~bound.all(), bound.any())) if present],
-        title=f"{int(bound.sum())}/{len(bound)} seeds bind ({config.outcome} >= {config.bound_at} "
-              "at the end)"), os.path.join(workdir, "figures", "seed_atlas.png"))
+    draw(workdir, steps, shown, evals, metrics, bound, found["snapshots"], config)
     write_json(os.path.join(workdir, "summary.json"), summary)
     log(f"wrote {workdir}/summary.json, table.npz and figures/")
     return summary
+
+
+def at_steps(values: np.ndarray, evals: list[int], steps: list[int]) -> np.ndarray:
+    """``values [n_seeds, n_evals]`` at ``steps`` (NaN where a step had no evaluation: step 0)."""
+    out = np.full((values.shape[0], len(steps)), np.nan)
+    for j, step in enumerate(steps):
+        if step in evals:
+            out[:, j] = values[:, evals.index(step)]
+    return out
+
+
+def draw(workdir: str, steps, shown, evals, metrics, bound: np.ndarray, sep, config) -> None:
+    """``figures/seed_atlas.png`` (the outcome and the seven measures at the saved steps, the
+    separating step marked) and ``figures/accuracy_by_group.png`` (every evaluation pool's
+    accuracy, one line per seed coloured bound / never bound: the run's accuracy figure without
+    the mean and band that hide the split)."""
+    names = [n for n, present in zip(GROUP_NAMES, (not bound.all(), bound.any())) if present]
+    title = f"{int(bound.sum())}/{len(bound)} seeds bind ({config.outcome} >= {config.bound_at})"
+    save_figure(atlas_plots.seed_curves(
+        steps, shown, bound.astype(int), marks=[sep.step] if sep and sep.step is not None else [],
+        group_names=names, title=title), os.path.join(workdir, "figures", "seed_atlas.png"))
+    acc = {k: metrics[k] for k in sorted(metrics) if k.startswith("acc/")}
+    save_figure(atlas_plots.seed_curves(np.asarray(evals), acc, bound.astype(int),
+                                        group_names=names, title=title),
+                os.path.join(workdir, "figures", "accuracy_by_group.png"))
 
 
 def _separation_json(sep) -> dict[str, Any] | None:
