@@ -51,6 +51,18 @@ def test_measures_are_read_per_seed_and_step_jax_ones_vmapped(run):
     assert not np.allclose(table["embed"][:, 0], table["embed"][:, -1])  # training moved it
 
 
+def test_a_measure_giving_a_dict_fills_one_column_per_key(run):
+    def norms(params, cfg):  # one pass, two numbers
+        return {"W_E": jnp.linalg.norm(params["embed.W_E"]),
+                "W_U": jnp.linalg.norm(params["unembed.W_U"])}
+
+    table = sa.measure_table(run, {"norm": norms}, steps=[0, 30])
+    assert sorted(table) == ["norm/W_E", "norm/W_U"] and table["norm/W_U"].shape == (3, 2)
+    p = run.params(run.seeds[2], 30)
+    assert table["norm/W_U"][2, 1] == pytest.approx(np.linalg.norm(p["unembed.W_U"]), rel=1e-5)
+    assert table["norm/W_E"][2, 1] == pytest.approx(np.linalg.norm(p["embed.W_E"]), rel=1e-5)
+
+
 def test_a_subset_of_steps_and_bad_measures(run):
     table = sa.measure_table(run, {"n": lambda p, c: p["embed.W_E"].sum()}, steps=[10, 30])
     assert table["n"].shape == (3, 2)

@@ -26,6 +26,7 @@ from mechjax.analysis.seeds import seed_stats
 from mechjax.config import ConfigError, ModelConfig
 from mechjax.plots import assign_add as plots
 from mechjax.plots.save import save_figure
+from mechjax.snapshots import SnapshotPolicy
 from mechjax.sweep import SweepResult, log, run_sweep
 from mechjax.tasks import assign_add as aa
 from mechjax.train import Trainer, make_train
@@ -109,8 +110,15 @@ def start_and_train(setup, config, workdir: str, overwrite: bool, what: str
     log(what)
     t0 = time.time()
     result = run_sweep(setup.trainer, setup.seeds, setup.hparams, workdir,
-                       chunk_evals=config.chunk_evals)
+                       chunk_evals=config.chunk_evals, snapshots=snapshot_policy(config))
     return result, time.time() - t0
+
+
+def snapshot_policy(config) -> SnapshotPolicy:
+    """Step 0 and every ``snapshot_every_chunks``-th chunk (0: the final step only, the default
+    policy); the sweep schema has no such key and keeps the default."""
+    every = config.get("snapshot_every_chunks", 0)
+    return SnapshotPolicy(every_chunks=every, steps=(0,)) if every else SnapshotPolicy()
 
 
 def steps_per_second(n_models: int, steps: int, seconds: float) -> float:

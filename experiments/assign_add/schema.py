@@ -24,6 +24,9 @@ SCHEMA = Schema(
     "assign_add",
     **SEEDS,
     chunk_evals=integer("evaluations per compiled call (and per checkpoint)"),
+    snapshot_every_chunks=integer("parameter snapshots (what mechjax.runs and the seed atlas "
+                                  "read) at step 0 and every k-th chunk; 0: the final step only",
+                                  min=0, default=0),
     task=TASK,
     model=MODEL,
     train=DataclassSection(TrainConfig),

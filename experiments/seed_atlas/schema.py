@@ -18,3 +18,19 @@ SCHEMA = Schema(
     min_silhouette=fraction("a cut into groups is kept from this mean silhouette on"),
     min_accuracy=fraction("held-out threshold accuracy that counts as separating"),
 )
+
+# experiments.seed_atlas.assign_add: who binds in an Assign-and-Add run, and from which step
+AA_ALIASES = {"run": "run"}
+
+AA_SCHEMA = Schema(
+    "seed_atlas.assign_add",
+    run=text("the experiments.assign_add workdir whose seeds are compared (read only; needs "
+             "snapshots: snapshot_every_chunks >= 1); alias --run"),
+    sweep=text("the sweep inside it ('' = its only one)", default=""),
+    outcome=text("the run's metric whose final value says a seed bound variables"),
+    bound_at=fraction("a seed is bound where its final outcome is >= this"),
+    probe_size=integer("2-var probe sequences (training pairs of the run's split) for the "
+                       "attention measures and the variable probe", min=4),
+    probe_seed=integer("which probe sequences", min=0),
+    min_accuracy=fraction("held-out threshold accuracy that counts as separating"),
+)

@@ -4,7 +4,8 @@
     table["top5"]                                 # [n_seeds, n_steps], columns = run.steps_saved
 
 A measure is ``fn(params, model_cfg) -> float`` on one model's parameters (TransformerLens names,
-no seed axis). Nothing is retrained: every column is one parameter snapshot of the run. A measure
+no seed axis), or ``-> {key: float}`` for several numbers from one pass (one forward, one
+compile): those become the columns ``name/key``. Nothing is retrained: every column is one parameter snapshot of the run. A measure
 written in JAX is vmapped over the seeds and compiled once (one program per measure, reused at
 every step); one that is not traceable (it converts to numpy, branches on values) is called once
 per seed instead.
@@ -40,11 +41,12 @@ def measure_table(run, measures: Mapping[str, Measure], steps: Sequence[int] | N
     if not steps:
         raise ValueError(f"no saved steps to measure in {getattr(run, 'path', run)!r}")
     cfg = run.model_cfg
-    columns: dict[str, list[np.ndarray]] = {name: [] for name in measures}
+    columns: dict[str, list[np.ndarray]] = {}
     for step in steps:
         stacked = run.stacked_params(step, grid)
         for name, fn in measures.items():
-            columns[name].append(_per_seed(name, fn, stacked, cfg))
+            for column, values in _per_seed(name, fn, stacked, cfg).items():
+                columns.setdefault(column, []).append(values)
     return {name: np.stack(cols, axis=1) for name, cols in columns.items()}
 
 
@@ -56,17 +58,23 @@ def _vmapped(fn: Measure):
 
 
 def _per_seed(name: str, fn: Measure, stacked: Mapping[str, np.ndarray],
-              cfg: ModelConfig) -> np.ndarray:
-    """``fn`` of each seed's parameters: ``[n_seeds]`` floats (vmapped when ``fn`` traces)."""
+              cfg: ModelConfig) -> dict[str, np.ndarray]:
+    """``fn`` of each seed's parameters: ``{column: [n_seeds]}`` floats (vmapped when ``fn``
+    traces); the column is ``name``, or ``name/key`` for each key of a measure giving a dict."""
     n = len(next(iter(stacked.values())))
     try:
-        values = np.asarray(_vmapped(fn)(dict(stacked), cfg), np.float64)
+        out = _vmapped(fn)(dict(stacked), cfg)
     except _NOT_TRACEABLE:
-        values = np.asarray([fn({k: v[i] for k, v in stacked.items()}, cfg) for i in range(n)],
-                            np.float64)
-    if values.shape != (n,):
-        raise ValueError(f"measure {name!r} returned shape {values.shape[1:]} per seed; a "
-                         "measure gives one number per model")
+        rows = [fn({k: v[i] for k, v in stacked.items()}, cfg) for i in range(n)]
+        out = ({key: [r[key] for r in rows] for key in rows[0]}
+               if isinstance(rows[0], Mapping) else rows)
+    named = ({f"{name}/{key}": v for key, v in out.items()} if isinstance(out, Mapping)
+             else {name: out})
+    values = {column: np.asarray(v, np.float64) for column, v in named.items()}
+    for column, v in values.items():
+        if v.shape != (n,):
+            raise ValueError(f"measure {column!r} returned shape {v.shape[1:]} per seed; a "
+                             "measure gives one number per model (or a dict of them)")
     return values
 
 
