@@ -31,6 +31,8 @@ def test_summary_and_files(tiny_run):
     for r in summary["per_rate"]:  # 40 steps at p = 11 learn nothing: no seed is classified
         assert r["n_learned"] == 0 and r["algorithm"] == ["not learned"] * 3
         assert r["fraction"] == {"clock": None, "pizza": None, "mixed": None}
+        assert len(r["ace/core_dim"]) == 3 and all(d >= 1 for d in r["ace/core_dim"])
+    assert all(s["core_dim"]["n"] == 0 for s in summary["cores_by_algorithm"].values())
     assert "rate" in job.format_summary(summary)
 
 

@@ -1,9 +1,13 @@
-"""CPU-scale clock/pizza sweep: the quickstart's model on a + b mod 31, 5 attention rates x 8 seeds
-in one compiled program (about half an hour on 2 shared cores)."""
+"""CPU-scale clock/pizza sweep: the quickstart's model, training and hyperparameters
+(``experiments/quickstart/configs/cpu.py``) on a + b mod 31 with 70% of the pairs for training,
+5 attention rates x 8 seeds in one compiled program."""
 import ml_collections
+
+from experiments.quickstart.configs import cpu as quickstart
 
 
 def get_config() -> ml_collections.ConfigDict:
+    base = quickstart.get_config()
     config = ml_collections.ConfigDict()
     config.n_seeds = 8
     config.seed_offset = 0
@@ -15,25 +19,8 @@ def get_config() -> ml_collections.ConfigDict:
     config.clock_min_dist_irr = 0.5
 
     config.task = ml_collections.ConfigDict()
-    config.task.p = 31
-    config.task.train_fraction = 0.7
-    config.task.split_seed = 0
-
-    config.model = ml_collections.ConfigDict()
-    config.model.n_layers = 1
-    config.model.d_model = 64
-    config.model.n_heads = 4
-    config.model.d_head = 16
-    config.model.d_mlp = 256
-    config.model.act_fn = "relu"
-    config.model.causal = False
-
-    config.train = ml_collections.ConfigDict()
-    config.train.steps = 3000
-    config.train.eval_every = 50
-
-    config.hparams = ml_collections.ConfigDict()
-    config.hparams.lr = 3e-3
-    config.hparams.weight_decay = 1.0
-    config.hparams.init_scale = 1.0
+    config.task.p = base.task.p
+    config.task.train_fraction = 0.7  # the quickstart's 0.5 groks in 4-5 of 8 seeds by 3000 steps
+    config.task.split_seed = base.task.split_seed
+    config.model, config.train, config.hparams = base.model, base.train, base.hparams
     return config
