@@ -1,0 +1,7 @@
+"""python -m experiments.clock_pizza --workdir=DIR [--config=...] [--config.key=value] [--overwrite]"""
+from experiments.clock_pizza import run
+from experiments.clock_pizza.schema import SCHEMA
+from mechjax.experiment import run_cli
+
+if __name__ == "__main__":
+    run_cli(run.run, run.format_summary, __file__, SCHEMA)

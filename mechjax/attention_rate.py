@@ -1,0 +1,90 @@
+"""Zhong et al.'s (2023, "The Clock and the Pizza") attention rate as a traced hyperparameter.
+
+Every attention pattern becomes ``rate * softmax(scores) + (1 - rate) * uniform``: rate 1 is the
+standard transformer, rate 0 attends uniformly to every key it may see (``1 / n_keys`` per key,
+rows summing to one; under a causal mask, uniform over the allowed keys). It is applied at the
+``hook_pattern`` hook of ``mechjax.model.forward``, so the model itself is unchanged, and at
+rate 1 the pattern is the softmax bit for bit (``1 * p + 0 * u == p``).
+
+The paper's code mixes the softmax with the all-ones matrix instead (``a * softmax + (1 - a)``,
+rows summing to ``a + (1 - a) * n``). Both families run from the standard transformer to
+constant attention; the paper's rate ``a`` is ours at ``a / (a + (1 - a) * n)`` up to a
+rate-dependent scale of the attention output (with ``n = 2`` keys: 0.5 -> 1/3).
+
+``RateTrainer`` is ``mechjax.train.Trainer`` with the hyperparameter ``attn_rate`` (default 1):
+a seeds x rates grid through ``run_sweep`` is one compiled program.
+"""
+from __future__ import annotations
+
+import copy
+
+import jax
+import jax.numpy as jnp
+
+from mechjax.config import ConfigError, ModelConfig
+from mechjax.model import HookFn, Params
+from mechjax.model import forward as model_forward
+from mechjax.train import Trainer, TrainState
+
+PATTERN_HOOK = "attn.hook_pattern"
+
+
+def uniform_pattern(shape: tuple[int, ...], causal: bool) -> jax.Array:
+    """``[..., q, k]`` uniform attention: ``1 / n_keys`` (causal: over the keys ``<= q``)."""
+    n_q, n_k = shape[-2], shape[-1]
+    if not causal:
+        return jnp.full(shape, 1.0 / n_k, jnp.float32)
+    allowed = jnp.tril(jnp.ones((n_q, n_k), jnp.float32))
+    return jnp.broadcast_to(allowed / allowed.sum(-1, keepdims=True), shape)
+
+
+def rate_hook(rate: jax.Array | float, cfg: ModelConfig, inner: HookFn | None = None) -> HookFn:
+    """A forward hook mixing every attention pattern with uniform attention at ``rate``
+    (then ``inner``, if given, sees every hook point as usual)."""
+    def hook(name: str, x: jax.Array) -> jax.Array:
+        if name.endswith(PATTERN_HOOK):
+            x = rate * x + (1.0 - rate) * uniform_pattern(x.shape, cfg.causal).astype(x.dtype)
+        return x if inner is None else inner(name, x)
+    return hook
+
+
+def forward(params: Params, tokens: jax.Array, cfg: ModelConfig, rate: jax.Array | float,
+            key: jax.Array | None = None, hook: HookFn | None = None) -> jax.Array:
+    """``mechjax.model.forward`` at attention rate ``rate``: ``tokens [b, p]`` -> ``[b, p, v]``."""
+    return model_forward(params, tokens, cfg, rate_hook(rate, cfg, hook), key)
+
+
+class RateTrainer(Trainer):
+    """``Trainer`` whose model runs at the traced attention rate ``hparams['attn_rate']``.
+
+    The rate reaches ``logits`` (training loss and every evaluation) through a throwaway copy of
+    the trainer made for each ``run``, so no traced value outlives the trace. The fast readout
+    path (``mechjax.fastpath``) has no rate, so this trainer always runs the full forward; at
+    rate 1 its logits equal ``mechjax.model.forward``'s exactly.
+    """
+
+    _rate: jax.Array | float = 1.0
+
+    def default_hparams(self, **overrides: float) -> dict[str, jax.Array]:
+        rate = overrides.pop("attn_rate", 1.0)
+        values = super().default_hparams(**overrides)
+        values["attn_rate"] = jnp.asarray(rate, jnp.float32)
+        return values
+
+    def logits(self, params: Params, tokens: jax.Array, key: jax.Array | None = None):
+        out = forward(params, tokens, self.model_cfg, self._rate, key)
+        return out if self.task.readout is None else out[:, self.task.readout]
+
+    def run(self, state: TrainState, hparams, n_evals: int, total=None):
+        bound = copy.copy(self)
+        bound._rate = hparams["attn_rate"]
+        return Trainer.run(bound, state, hparams, n_evals, total)
+
+
+def check_rates(rates) -> list[float]:
+    """The rates of a sweep as floats, each in [0, 1] (a ConfigError naming the value if not)."""
+    rates = [float(r) for r in rates]
+    bad = [r for r in rates if not 0.0 <= r <= 1.0]
+    if not rates or bad:
+        raise ConfigError(f"attn_rates={rates!r}: need one or more rates, each in [0, 1]")
+    return rates
