@@ -32,8 +32,8 @@ def test_tiny_groks_and_its_core_is_sufficient_and_necessary_then_resumes(tmp_pa
         assert set(saved[key]) == set(STAT_KEYS), key  # the common per-seed schema
         assert len(saved[key]["per_seed"]) == n, key
     assert saved["epoch_definition"].startswith("one epoch = ceil(n_train / batch) = 1")
-    assert saved["checkpoint_epochs"] == {"wd1": [0, 50, 100, 150, 200, 250, 300, 400],
-                                          "wd0": [300, 400]}
+    assert saved["checkpoint_epochs"] == {"wd1": [0, 50, 100, 150, 200, 250, 300, 350],
+                                          "wd0": [300, 350]}
 
     # The phenomenon: every seed memorizes its training split first and generalizes later.
     grok, mem = saved["grok_epoch"]["per_seed"], saved["memorization_epoch"]["per_seed"]
@@ -96,13 +96,13 @@ def test_tiny_groks_and_its_core_is_sufficient_and_necessary_then_resumes(tmp_pa
     os.remove(snapshot_path(os.path.join(stopped, "checkpoints", "wd1"), config.train.epochs))
     part = so_far.analyse_so_far(stopped)["table"]
     assert part["wd1"]["epoch"] == saved["checkpoint_epochs"]["wd1"][:-1]
-    assert part["wd0"]["epoch"] == [300, 400]
+    assert part["wd0"]["epoch"] == [300, 350]
     with np.load(os.path.join(workdir, "metrics.npz")) as m:
         np.testing.assert_array_equal(part["wd1"]["core_dim"]["max"],
                                       m["ace_wd1/core_dim"][:-1].max(1))
         np.testing.assert_allclose(part["wd0"]["heldout_r2"]["mean"],
                                    m["ace_wd0/heldout_r2"].mean(1), rtol=1e-6)
-    assert "last epoch 300 of 400" in so_far.format_table(so_far.analyse_so_far(stopped))
+    assert "last epoch 300 of 350" in so_far.format_table(so_far.analyse_so_far(stopped))
     with pytest.raises(ConfigError, match="no checkpoint saved yet"):
         os.makedirs(str(tmp_path / "empty" / "checkpoints"))
         shutil.copy(os.path.join(workdir, "config.json"), str(tmp_path / "empty"))
