@@ -23,19 +23,36 @@ REQUIRED = ("grok_epoch", "core_dim/at_grok", "core_dim/final_wd1", "core_dim/fi
 
 
 @pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
-def test_tiny_end_to_end(tmp_path, capsys):
+def test_tiny_groks_and_its_core_is_sufficient_and_necessary_then_resumes(tmp_path, capsys):
     config = tiny.get_config()
     workdir = str(tmp_path / "run")
     summary, saved = run_and_read(run.run, config, workdir, figures=FIGURES)
-    n = config.n_seeds
+    n, p, d_model = config.n_seeds, config.task.p, config.model.d_model
     for key in REQUIRED:
         assert set(saved[key]) == set(STAT_KEYS), key  # the common per-seed schema
         assert len(saved[key]["per_seed"]) == n, key
-    # Seeds that never grok are listed, with None in the per-seed entries, not dropped.
-    grok = saved["grok_epoch"]["per_seed"]
-    assert saved["grok/never_seeds"] == [s for s, g in zip(saved["seeds"], grok) if g is None]
-    assert saved["epoch_definition"].startswith("one epoch = ceil(n_train / batch) = 2")
-    assert saved["checkpoint_epochs"] == {"wd1": [0, 2, 4, 8], "wd0": [4, 8]}
+    assert saved["epoch_definition"].startswith("one epoch = ceil(n_train / batch) = 1")
+    assert saved["checkpoint_epochs"] == {"wd1": [0, 50, 100, 150, 200, 250, 300, 350],
+                                          "wd0": [300, 350]}
+
+    # The phenomenon: every seed memorizes its training split first and generalizes later.
+    grok, mem = saved["grok_epoch"]["per_seed"], saved["memorization_epoch"]["per_seed"]
+    assert saved["grok/never_seeds"] == [] and None not in grok, grok
+    assert all(m is not None and m < g for m, g in zip(mem, grok)), (mem, grok)
+    # The grokked model's core (final weight-decay-1 checkpoint, core dimension max(r_energy,
+    # r_nec)) is a proper subspace of the residual stream that carries the answer by itself
+    # (sufficient: core-only accuracy at full accuracy) and that the model needs (necessary:
+    # with it removed, accuracy at or below 2/p, SPEC 2.1's threshold). A wrong basis or a wrong
+    # intervention fails one of the three: the whole residual (core_dim = d_model) passes both
+    # interventions trivially, and a subspace that is not the computing one fails them.
+    full = saved["acc/test_final_wd1"]["per_seed"]
+    assert min(full) >= config.ace.grok_threshold, full
+    core_dim = saved["core_dim/final_wd1"]["per_seed"]
+    assert max(core_dim) <= d_model // 2, core_dim
+    for f, only in zip(full, saved["acc/core_only_final_wd1"]["per_seed"]):
+        assert only >= f - 0.01, (f, only)
+    removed = saved["acc/core_removed_final_wd1"]["per_seed"]
+    assert max(removed) <= 2 / p, removed
 
     with np.load(os.path.join(workdir, "metrics.npz")) as m:
         # Checkpoint accuracy from ACE's forward pass equals the trainer's own test evaluation
@@ -44,8 +61,11 @@ def test_tiny_end_to_end(tmp_path, capsys):
         acc_eval = m["wd1/acc/test"][:, -1]
         np.testing.assert_allclose(acc_ace, acc_eval, atol=1e-6)
         # The branch starts from the weight-decay-1 parameters at its epoch: identical cores.
-        np.testing.assert_array_equal(m["ace_wd0/core_dim"][0], m["ace_wd1/core_dim"][2])
-        assert m["wd0/epoch"][0] == config.branch.epoch + 1 and m["wd0/epoch"][-1] == 8
+        branch_ckpt = saved["checkpoint_epochs"]["wd1"].index(config.branch.epoch)
+        np.testing.assert_array_equal(m["ace_wd0/core_dim"][0],
+                                      m["ace_wd1/core_dim"][branch_ckpt])
+        assert m["wd0/epoch"][0] == config.branch.epoch + config.train.eval_every_epochs
+        assert m["wd0/epoch"][-1] == config.train.epochs
         # The summary reads the last checkpoint of each branch, seed by seed ...
         for name in ("wd1", "wd0"):
             for key, array in (("core_dim", "core_dim"), ("modes", "n_rotational")):
@@ -73,15 +93,16 @@ def test_tiny_end_to_end(tmp_path, capsys):
     # analyses what is there, and gets the finished run's numbers at those epochs.
     stopped = str(tmp_path / "stopped")
     shutil.copytree(workdir, stopped)
-    os.remove(snapshot_path(os.path.join(stopped, "checkpoints", "wd1"), 8 * 2))
+    os.remove(snapshot_path(os.path.join(stopped, "checkpoints", "wd1"), config.train.epochs))
     part = so_far.analyse_so_far(stopped)["table"]
-    assert part["wd1"]["epoch"] == [0, 2, 4] and part["wd0"]["epoch"] == [4, 8]
+    assert part["wd1"]["epoch"] == saved["checkpoint_epochs"]["wd1"][:-1]
+    assert part["wd0"]["epoch"] == [300, 350]
     with np.load(os.path.join(workdir, "metrics.npz")) as m:
         np.testing.assert_array_equal(part["wd1"]["core_dim"]["max"],
-                                      m["ace_wd1/core_dim"][:3].max(1))
+                                      m["ace_wd1/core_dim"][:-1].max(1))
         np.testing.assert_allclose(part["wd0"]["heldout_r2"]["mean"],
                                    m["ace_wd0/heldout_r2"].mean(1), rtol=1e-6)
-    assert "last epoch 4 of 8" in so_far.format_table(so_far.analyse_so_far(stopped))
+    assert "last epoch 300 of 350" in so_far.format_table(so_far.analyse_so_far(stopped))
     with pytest.raises(ConfigError, match="no checkpoint saved yet"):
         os.makedirs(str(tmp_path / "empty" / "checkpoints"))
         shutil.copy(os.path.join(workdir, "config.json"), str(tmp_path / "empty"))

@@ -1,22 +1,26 @@
 """A sweep across two processes on JAX's distributed runtime (loopback coordinator, gloo CPU
-collectives), through the quickstart's command line, against one process of the same mesh."""
+collectives), through the quickstart's command line, against one process of the same mesh; one
+of the two is killed, the other must exit by itself, and the restart resumes bit for bit."""
 import os
 import re
 import signal
 import socket
 import subprocess
+import textwrap
 import time
 
 import numpy as np
 import pytest
-from conftest import PYTHON, REPO, fast_compile_env, run_module_env
+from cli_fixtures import run_module_here
+from conftest import PYTHON, REPO, fast_compile_env
 from mechjax.distributed import HEARTBEAT_ENV_VAR
 
 TINY = os.path.join(REPO, "experiments", "quickstart", "configs", "tiny.py")
-# 12 chunks of 10 steps, a checkpoint after each: room to kill a process mid-run.
-N_CHUNKS = 12
-CONFIG = [f"--config={TINY}", f"--config.train.steps={10 * N_CHUNKS}",
-          "--config.train.eval_every=10", "--config.chunk_evals=1"]
+# 8 chunks of 5 steps, a checkpoint after each: room to kill a process mid-run.
+N_CHUNKS, CHUNK_STEPS = 8, 5
+OVERRIDES = {"train.steps": CHUNK_STEPS * N_CHUNKS, "train.eval_every": CHUNK_STEPS,
+             "chunk_evals": 1}
+CONFIG = [f"--config={TINY}", *(f"--config.{k}={v}" for k, v in OVERRIDES.items())]
 TIMEOUT = 300
 # The coordination service's heartbeat timeout for these runs: a survivor of a killed process
 # must exit by itself within it (plus the time to notice and shut down).
@@ -30,10 +34,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def env_with(devices_per_process):
+    return fast_compile_env(f"--xla_force_host_platform_device_count={devices_per_process}",
+                            {HEARTBEAT_ENV_VAR: str(HEARTBEAT)})
+
+
 def start(workdir, log_dir, tag, n_processes, devices_per_process):
     """Start ``n_processes`` quickstart processes on one workdir; returns (popen, log path)s."""
-    env = fast_compile_env(f"--xla_force_host_platform_device_count={devices_per_process}",
-                           {HEARTBEAT_ENV_VAR: str(HEARTBEAT)})
+    env = env_with(devices_per_process)
     port = free_port()
     procs = []
     for i in range(n_processes):
@@ -77,22 +85,29 @@ def assert_bitwise_equal(a, b, what):
     assert not differ, f"{what}: not bit for bit equal: {differ[:5]}"
 
 
-@pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
-def test_two_processes_equal_one_survive_a_sigkill_and_resume(tmp_path):
-    logs = str(tmp_path)
-    # The reference: one process holding both devices of the same 2-device seed mesh (with
-    # another device count the seeds' float rounding differs by ~1e-6, so not bit for bit).
-    one = str(tmp_path / "one")
-    finish(start(one, logs, "one", 1, 2))
-    reference = outputs(one)
-    assert any(k.startswith(f"step_{10 * N_CHUNKS:09d}.npz/") for k in reference)
+# One process of both devices: the uninterrupted reference in one workdir, then the restart of
+# the killed two-process run in another (its config given as the command line gave it, so the
+# workdir's config check applies). One process, one compiled program, for both.
+RESTART = textwrap.dedent("""
+    import sys
+    from experiments.quickstart import run
+    from experiments.quickstart.configs import tiny
+    config = tiny.get_config()
+    for key, value in OVERRIDES.items():
+        *section, name = key.split(".")
+        (config[section[0]] if section else config)[name] = value
+    for workdir in sys.argv[1:]:
+        print(f"=== {workdir}", file=sys.stderr, flush=True)
+        run.run(config, workdir)
+""")
 
+
+@pytest.mark.timeout(600)  # three fresh JAX processes: 30-60 s cold on 2 cores
+def test_two_processes_survive_a_sigkill_of_one_and_resume_equal_to_one(tmp_path):
+    logs = str(tmp_path)
     # Two processes of one device each; SIGKILL process 1 only, once a checkpoint past the
     # first exists, before the run ends. The survivor must exit by itself (non-zero) once JAX's
-    # coordination service misses process 1's heartbeats (HEARTBEAT s here, 100 s by default);
-    # then a job launcher restarts both, and so does this test. (One two-process run serves
-    # both checks: every chunk of the final result was computed by two processes, before the
-    # kill or after the restart.)
+    # coordination service misses process 1's heartbeats (HEARTBEAT s here, 100 s by default).
     two = str(tmp_path / "two")
     procs = start(two, logs, "killed", 2, 1)
     ckpt = os.path.join(two, "checkpoints")
@@ -122,25 +137,37 @@ def test_two_processes_equal_one_survive_a_sigkill_and_resume(tmp_path):
     assert "process 0/2: trains seeds [0, 1] on 1 of 2 devices" in killed[0], killed[0][-2000:]
     assert "process 1/2: trains seeds [2] (+1 padding row) on 1 of 2 devices" in killed[1]
 
-    out0, _ = finish(start(two, logs, "restart", 2, 1))
-    resumed = re.search(r"resumed from the checkpoint after chunk (\d+)/", out0)
-    assert resumed, out0[-2000:]
+    # The reference (one process holding both devices of the same 2-device seed mesh: with
+    # another device count the seeds' float rounding differs by ~1e-6, so not bit for bit), then
+    # the restart of the killed run on that same one process. The final result's chunks up to
+    # the checkpoint were computed by two processes, the rest after the restart: equal bit for
+    # bit to the reference means both the two-process training and the resume are exact.
+    one = str(tmp_path / "one")
+    script = tmp_path / "restart.py"
+    script.write_text(f"OVERRIDES = {OVERRIDES!r}\n" + RESTART)
+    proc = subprocess.run([PYTHON, str(script), one, two], cwd=REPO, env=env_with(2),
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    restart_log = proc.stderr.split(f"=== {two}")[1]
+    resumed = re.search(r"resumed from the checkpoint after chunk (\d+)/", restart_log)
+    assert resumed, restart_log[-2000:]
     assert at_kill[-1] <= int(resumed.group(1)) < N_CHUNKS  # never earlier than what was saved
-    assert f"chunk {N_CHUNKS}/{N_CHUNKS}" in out0
+    assert f"chunk {N_CHUNKS}/{N_CHUNKS}" in restart_log[resumed.end():]
     # One checkpoint series (orbax keeps the last two) and one metrics file, written together.
     assert sorted(os.listdir(ckpt)) == [str(N_CHUNKS - 1), str(N_CHUNKS)]
+    reference = outputs(one)
+    assert any(k.startswith(f"step_{CHUNK_STEPS * N_CHUNKS:09d}.npz/") for k in reference)
     assert_bitwise_equal(outputs(two), reference, "two processes, killed and resumed, vs one")
     assert open(os.path.join(two, "summary.json")).read() == \
         open(os.path.join(one, "summary.json")).read()
 
 
 def test_a_bad_multiprocess_flag_is_one_line_before_anything_is_written(tmp_path):
+    """The quickstart's command line in this process (the distributed flags are checked before
+    JAX or the workdir is touched; every refusal's wording: test_distributed.py)."""
     wd = tmp_path / "wd"
-    proc = subprocess.run([PYTHON, "-m", "experiments.quickstart", f"--workdir={wd}", *CONFIG,
-                           "--coordinator=127.0.0.1:1234", "--num_processes=2",
-                           "--process_id=2"], cwd=REPO, env=run_module_env(),
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode != 0
-    assert proc.stderr.strip().splitlines()[-1] == ("error: --process_id=2: must be in 0..1 "
-                                                    "(--num_processes=2)"), proc.stderr[-1500:]
+    code = run_module_here("experiments.quickstart", [
+        f"--workdir={wd}", *CONFIG, "--coordinator=127.0.0.1:1234", "--num_processes=2",
+        "--process_id=2"])
+    assert code == "error: --process_id=2: must be in 0..1 (--num_processes=2)"
     assert not wd.exists()

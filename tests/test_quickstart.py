@@ -2,12 +2,12 @@
 import json
 import os
 import re
-import subprocess
 
 import numpy as np
 import pytest
 
-from conftest import PYTHON, REPO, run_module_env, run_watched
+from cli_fixtures import run_module_here
+from conftest import REPO, run_watched
 from mechjax import runs
 from mechjax.workdir import WorkdirError
 
@@ -16,9 +16,10 @@ TINY_GROK = os.path.join(REPO, "experiments", "quickstart", "configs", "tiny_gro
 
 
 def quickstart(workdir, *flags):
-    return subprocess.run([PYTHON, "-m", "experiments.quickstart", f"--workdir={workdir}",
-                           f"--config={TINY_GROK}", *flags], cwd=REPO, env=run_module_env(),
-                          capture_output=True, text=True, timeout=600)
+    """``python -m experiments.quickstart`` in this process (its entry point as a fresh process
+    is started by test_multiprocess.py and test_config_schema.py)."""
+    return run_module_here("experiments.quickstart", [f"--workdir={workdir}",
+                                                      f"--config={TINY_GROK}", *flags])
 
 
 def top5_fraction(w_e: np.ndarray) -> float:
@@ -27,12 +28,14 @@ def top5_fraction(w_e: np.ndarray) -> float:
     return float(fourier.top_k_energy_fraction(fourier.frequency_norms(w_e), 5))
 
 
-@pytest.mark.timeout(600)  # a fresh process that trains 3 seeds x 1200 steps
+@pytest.mark.timeout(600)  # trains 3 seeds x 1200 steps
 def test_quickstart_groks_end_to_end_then_refuses_other_config(tmp_path, capsys):
     wd = tmp_path / "qs"
-    proc = quickstart(wd)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "chunk 3/3" in proc.stderr and "ETA" in proc.stderr  # progress lines
+    code = quickstart(wd)
+    out = capsys.readouterr()
+    assert code in (None, 0), out.err[-3000:]
+    assert "chunk 3/3" in out.err and "ETA" in out.err  # progress lines
+    assert "grokked_fraction" in out.out  # the printed summary
     summary = json.load(open(wd / "summary.json"))
     assert summary["n_seeds"] == 3 and len(summary["acc/test"]["per_seed"]) == 3
     # The phenomenon: every seed memorizes its training split first and generalizes later.
@@ -53,8 +56,8 @@ def test_quickstart_groks_end_to_end_then_refuses_other_config(tmp_path, capsys)
     assert os.listdir(wd / "checkpoints")
 
     # The same config again resumes from the final checkpoint, retrains nothing and gives the
-    # same summary; another config is refused. In this process (a fresh JAX process each costs
-    # seconds; the command line's one-line refusal is tested in test_config_schema).
+    # same summary; another config is refused (the command line's one-line refusal is tested in
+    # test_config_schema).
     from experiments.quickstart import run
     from experiments.quickstart.configs import tiny_grok
     first = (wd / "summary.json").read_text()

@@ -34,29 +34,37 @@ SCRIPT = textwrap.dedent("""
     from mechjax.sweep import run_sweep
     from test_sweep import build_sweep
 
-    workdir, out, kill_after = sys.argv[1], sys.argv[2], int(sys.argv[3])
-
-    def maybe_die(metrics):  # asked after every chunk's checkpoint: kill after chunk kill_after
-        if metrics["step"].shape[-1] == kill_after:
-            os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no flush: a real crash
-        return False
-
+    # workdir/out pairs; the last run is killed after chunk kill_after (-1: never). Several runs
+    # in one process share its compiled program: the uninterrupted reference costs no process.
+    *runs, kill_after = sys.argv[1:]
+    kill_after = int(kill_after)
     trainer, seeds, grid = build_sweep()
-    res = run_sweep(trainer, seeds, grid, workdir, chunk_evals=1, stop=maybe_die)
-    np.savez(out, n_devices=jax.device_count(),
-             **{"p/" + k: v for k, v in res.state.params.items()},
-             **{"m/" + k: v for k, v in res.metrics.items()})
+    for i in range(0, len(runs), 2):
+        workdir, out = runs[i:i + 2]
+        last = i + 2 == len(runs)
+
+        def maybe_die(metrics):  # asked after every chunk's checkpoint
+            if last and metrics["step"].shape[-1] == kill_after:
+                os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no flush: a real crash
+            return False
+
+        res = run_sweep(trainer, seeds, grid, workdir, chunk_evals=1, stop=maybe_die)
+        np.savez(out, n_devices=jax.device_count(),
+                 **{"p/" + k: v for k, v in res.state.params.items()},
+                 **{"m/" + k: v for k, v in res.metrics.items()})
 """)
 
 
-def run_script(tmp_path, workdir, out, kill_after=-1, devices=None):
+def run_script(tmp_path, *runs, kill_after=-1, devices=None):
+    """One process running the sweep into each ``(workdir, out)`` of ``runs`` in turn."""
     script = tmp_path / "sweep_script.py"
     script.write_text(SCRIPT)
     env = fast_compile_env(f"--xla_force_host_platform_device_count={devices}" if devices
                            else "")
     # for test_sweep itself
     env["PYTHONPATH"] = os.path.dirname(os.path.abspath(__file__)) + os.pathsep + env["PYTHONPATH"]
-    return subprocess.run([PYTHON, str(script), str(workdir), str(out), str(kill_after)],
+    return subprocess.run([PYTHON, str(script), *(str(p) for run in runs for p in run),
+                           str(kill_after)],
                           env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -66,16 +74,16 @@ def load(path):
 
 
 def test_sigkill_then_resume_matches_uninterrupted_run_on_several_devices(tmp_path):
-    killed = run_script(tmp_path, tmp_path / "a", tmp_path / "a.npz", kill_after=3, devices=2)
+    a, b = (tmp_path / "a", tmp_path / "a.npz"), (tmp_path / "b", tmp_path / "b.npz")
+    # one process: the uninterrupted run b, then run a, killed after its third chunk
+    killed = run_script(tmp_path, b, a, kill_after=3, devices=2)
     assert killed.returncode == -9, killed.stderr[-2000:]
-    assert not (tmp_path / "a.npz").exists()
+    assert b[1].exists() and not a[1].exists()
     # a checkpoint whose save never completed: orbax's temporary folder must be ignored
     (tmp_path / "a" / "checkpoints" / "5.orbax-checkpoint-tmp-1").mkdir()
-    resumed = run_script(tmp_path, tmp_path / "a", tmp_path / "a.npz", devices=2)
+    resumed = run_script(tmp_path, a, devices=2)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resumed from the checkpoint after chunk 3/6" in resumed.stderr
-    straight = run_script(tmp_path, tmp_path / "b", tmp_path / "b.npz", devices=2)
-    assert straight.returncode == 0, straight.stderr[-3000:]
     a, b = load(tmp_path / "a.npz"), load(tmp_path / "b.npz")
     assert int(a["n_devices"]) == 2  # 3 seeds padded to 4 and sharded over 2 devices
     for k in a:

@@ -168,6 +168,22 @@ def main(out: str, tiny: bool, parts: Sequence[str], limits: Mapping[str, float]
     return results
 
 
+def cli(out: str, tiny: bool, parts_text: str, limits_text: str, argv: Sequence[str]) -> None:
+    """The command line after absl parsed it: a bad ``--parts`` or ``--limits`` is one line
+    (``error: ...``) before anything is written; exits 1 when a part did not finish."""
+    try:
+        parts = parse_parts(parts_text)
+        limits = parse_limits(limits_text, TINY_LIMITS if tiny else LIMITS)
+    except ValueError as err:
+        sys.exit(f"error: {err}")
+    results = main(out, tiny, parts, limits, shlex.join(
+        ["python", "-m", "experiments.benchmark.accelerator", *argv]))
+    print(report.markdown(results), end="")
+    bad = [n for n, p in results["parts"].items() if not p["status"].startswith(("ok",
+                                                                              "skipped"))]
+    sys.exit(1 if bad else 0)
+
+
 if __name__ == "__main__":
     from absl import app, flags
 
@@ -182,16 +198,6 @@ if __name__ == "__main__":
     def _main(argv):
         if len(argv) > 1:
             raise app.UsageError(f"unexpected arguments {argv[1:]}")
-        try:
-            parts = parse_parts(_PARTS.value)
-            limits = parse_limits(_LIMITS.value, TINY_LIMITS if _TINY.value else LIMITS)
-        except ValueError as err:
-            sys.exit(f"error: {err}")
-        results = main(_OUT.value, _TINY.value, parts, limits, shlex.join(
-            ["python", "-m", "experiments.benchmark.accelerator", *sys.argv[1:]]))
-        print(report.markdown(results), end="")
-        bad = [n for n, p in results["parts"].items() if not p["status"].startswith(("ok",
-                                                                                  "skipped"))]
-        sys.exit(1 if bad else 0)
+        cli(_OUT.value, _TINY.value, _PARTS.value, _LIMITS.value, sys.argv[1:])
 
     app.run(_main)
