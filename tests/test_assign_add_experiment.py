@@ -160,6 +160,7 @@ def reference_sweep(reference):
     return sweep
 
 
+@pytest.mark.timeout(600)  # the whole analysis of a tiny run at the checkpoints' d_model 128
 def test_the_run_reports_the_authors_models_mechanism(tmp_path, monkeypatch, reference_dir):
     """The job's whole analysis path (phase detection, the final analysis of every seed, the
     summary's keys) on the authors' checkpoints, whose mechanism SPEC 1.4 gives: the layer-2 MLP

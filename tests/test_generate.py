@@ -1,4 +1,6 @@
 """Sampling with hooks, and the agreement steering/judging built on it."""
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -26,12 +28,17 @@ def test_top_k_one_is_greedy_and_writes_after_each_prompt(model):
     lengths = jnp.array([2, 5, 4])
     out = np.asarray(gen.generate(gen.PlainLogits(cfg), params, tokens, lengths,
                                   jax.random.PRNGKey(0), 3, 1.0, 1))
+    # The reference: greedy decoding, one token at a time. A causal model's logits at position
+    # i do not depend on later tokens, so each sequence is zero-padded to n_ctx: one compiled
+    # forward for every length instead of op-by-op calls at each length.
+    forward_padded = jax.jit(lambda t: apply(params, t[None], cfg)[0])
     for row, ln in enumerate([2, 5, 4]):
         np.testing.assert_array_equal(out[row, :ln], tokens[row, :ln])  # prompt kept
         seq = list(np.asarray(tokens[row, :ln]))
-        for _ in range(3):  # greedy decoding, one token at a time
-            logits = apply(params, jnp.asarray([seq]), cfg)[0, -1]
-            seq.append(int(jnp.argmax(logits)))
+        for _ in range(3):
+            padded = np.zeros(cfg.n_ctx, np.int32)
+            padded[:len(seq)] = seq
+            seq.append(int(np.argmax(np.asarray(forward_padded(padded))[len(seq) - 1])))
         assert list(out[row, :ln + 3]) == seq
 
 
@@ -82,23 +89,36 @@ def test_push_margin_reaches_the_opposite_sign_with_magnitude_target(model):
     tokens = jnp.asarray(np.random.default_rng(2).integers(0, 12, (6, 10)), jnp.int32)
     pos = jnp.array([1, 3, 5, 7, 8, 9])
     ids = jnp.asarray(VERBS)
-    # a direction the margin responds to (as the core is): the mean margin gradient per layer
-    _, grad, _ = ac.read_layers(params, ac.Prompts(tokens, pos, None), cfg, ids)
-    q = grad.mean(1) / jnp.linalg.norm(grad.mean(1), axis=-1, keepdims=True)
-    for layer, kind in ((0, "summed"), (1, "summed"), (0, "copula"), (1, "copula")):
+    rows = jnp.arange(6)
+
+    @jax.jit  # one program, not op by op
+    def direction_and_plain_logits(p):
+        # a direction the margin responds to (as the core is): the mean margin gradient per layer
+        _, grad, _ = ac.read_layers(p, ac.Prompts(tokens, pos, None), cfg, ids)
+        q = grad.mean(1) / jnp.linalg.norm(grad.mean(1), axis=-1, keepdims=True)
+        return q, gen.PlainLogits(cfg)(p, tokens, pos)
+
+    q, plain = direction_and_plain_logits(params)
+
+    @functools.lru_cache(maxsize=None)
+    def pushed_and_alpha(kind):  # one program per margin kind; the layer is an argument
         fn = ag_gen.PushMargin(cfg, VERBS, target=1.0, newton_steps=6, margin=kind)
+        return jax.jit(lambda args: (fn(args, tokens, pos), fn.alpha(args, tokens, pos)[0]))
+
+    @functools.lru_cache(maxsize=None)
+    def by_hand(layer):  # one program per hooked layer; alpha is an argument
+        name = ac.resid_names(cfg)[layer]
+        return jax.jit(lambda alpha: ac.last_logits(
+            params, ac.Prompts(tokens, pos, None), cfg,
+            {name: lambda h: h.at[rows, pos].add(alpha[:, None] * q[layer])}))
+
+    for layer, kind in ((0, "summed"), (1, "summed"), (0, "copula"), (1, "copula")):
         measure = ac.MARGINS[kind]
-        args = (params, q, jnp.asarray(layer))
-        m0 = measure(gen.PlainLogits(cfg)(params, tokens, pos), ids)
-        m1 = measure(fn(args, tokens, pos), ids)
+        logits, alpha = pushed_and_alpha(kind)((params, q, jnp.asarray(layer)))
+        m0, m1 = measure(plain, ids), measure(logits, ids)
         np.testing.assert_allclose(m1, -np.sign(m0), atol=1e-3)
         # only the current position moves: the same push by hand gives the same logits
-        alpha, _ = fn.alpha(args, tokens, pos)
-        name = ac.resid_names(cfg)[layer]
-        rows = jnp.arange(6)
-        hook = {name: lambda h: h.at[rows, pos].add(alpha[:, None] * q[layer])}
-        manual = ac.last_logits(params, ac.Prompts(tokens, pos, None), cfg, hook)
-        np.testing.assert_allclose(fn(args, tokens, pos), manual, atol=1e-4)
+        np.testing.assert_allclose(logits, by_hand(layer)(alpha), atol=1e-4)
 
 
 def test_slots_and_judge_on_hand_written_texts():

@@ -33,9 +33,15 @@ def test_over_seeds_stacks_the_loop_like_the_vmap():
 
 
 def test_grid_vs_sequential_times_every_run_of_the_grid():
-    from experiments.grokking_law import run
-    from experiments.grokking_law.configs import tiny
-    trainer = run.make_trainer(5, None, 3, tiny.get_config())
+    # the smallest trainer (no LayerNorm, no dropout, default init): the bookkeeping is what is
+    # checked here, and each of its three programs compiles in a fraction of a bigger model's time
+    from mechjax.config import ModelConfig
+    from mechjax.tasks import modular
+    from mechjax.train import TrainConfig, make_train
+    task = modular.make_task(p=5, batch_size=8, train_fraction=0.6)
+    cfg = ModelConfig(n_layers=1, d_model=8, n_heads=1, d_mlp=16, d_vocab=5, d_vocab_out=5,
+                      n_ctx=2, causal=False)
+    trainer = make_train(task, cfg, TrainConfig(steps=3, eval_every=1))
     hp = trainer.default_hparams(lr=1e-2)
     grid = {k: jnp.broadcast_to(v, (2,)) for k, v in hp.items()}
     grid["weight_decay"] = jnp.asarray([0.5, 1.0], jnp.float32)
