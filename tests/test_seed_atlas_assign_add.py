@@ -99,7 +99,8 @@ def test_the_head_in_every_seed_does_not_date_the_split(tiny_run, tmp_path):
 
 def test_bad_config_is_refused_before_the_workdir_is_made(tiny_run, tmp_path):
     for key, value, message in [("run", "", "--run=RUN"),
-                                ("outcome", "acc/none", "outcome='acc/none'")]:
+                                ("outcome", "acc/none", "outcome='acc/none'"),
+                                ("outcome_step", 30, "outcome_step=30")]:
         config = config_for(tiny_run)
         config[key] = value
         assert_refused_before_writing(atlas.run, config, str(tmp_path / key), message)

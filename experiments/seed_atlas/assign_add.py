@@ -4,7 +4,8 @@
 
 Data flow: ``runs.open(config.run)`` (an ``experiments.assign_add`` run with parameter snapshots;
 only read) -> seeds labelled *bound* where the run's final ``outcome`` metric (1-var restricted
-accuracy) is >= ``bound_at`` -> the seven progress measures (SPEC 1.4) of every seed at every
+accuracy; at evaluation ``outcome_step`` when given, and then only steps up to it count) is
+>= ``bound_at`` -> the seven progress measures (SPEC 1.4) of every seed at every
 saved step, from the snapshots (``measure_table``; probe data drawn from the run's own split)
 -> ``earliest_separating_step``: the first saved step from which a one-measure threshold, fit
 on half the seeds, tells bound from never-bound seeds on the other half (>= ``min_accuracy`` at
@@ -49,11 +50,16 @@ def open_run(config) -> tuple[runs.Run, list[int], np.ndarray]:
     if config.outcome not in metrics:
         raise ConfigError(f"outcome={config.outcome!r}: the run has no such metric; it has "
                           f"{sorted(k for k in metrics if k.startswith('acc/'))}")
-    steps = run.steps_saved
+    evals = run.steps.tolist()
+    at = config.outcome_step or (evals[-1] if evals else 0)
+    if at not in evals:
+        raise ConfigError(f"outcome_step={config.outcome_step!r}: not an evaluated step; the run "
+                          f"has {evals[:3]} ... {evals[-3:]} (0: the last)")
+    steps = [s for s in run.steps_saved if s <= at]
     if len(steps) < 2:
-        raise ConfigError(f"run {config.run!r}: {len(steps)} saved step(s) {steps}; the atlas "
-                          "needs 2+ (train with --config.snapshot_every_chunks=1)")
-    bound = metrics[config.outcome][:, -1] >= config.bound_at
+        raise ConfigError(f"run {config.run!r}: {len(steps)} saved step(s) {steps} up to step "
+                          f"{at}; the atlas needs 2+ (train with --config.snapshot_every_chunks=1)")
+    bound = metrics[config.outcome][:, evals.index(at)] >= config.bound_at
     return run, steps, bound
 
 
@@ -104,6 +110,8 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         f"bound, at {len(steps)} saved steps")
     table = snapshot_table(run_, steps, config)
     metrics, evals = run_.metrics_at(0), run_.steps.tolist()
+    upto = len([e for e in evals if e <= (config.outcome_step or evals[-1])])
+    metrics, evals = {k: v[:, :upto] for k, v in metrics.items()}, evals[:upto]
     recorded = {m: np.asarray(metrics[m], np.float64) for m in PROGRESS if m in metrics}
     found = {"snapshots": separation(steps, table, bound, sorted(table), config.min_accuracy),
              "evaluations": separation(evals, recorded, bound, sorted(recorded),
@@ -162,6 +170,7 @@ def make_summary(run_: runs.Run, steps: list[int], bound: np.ndarray, table, fou
     return {
         "run": run_.path, "seeds": run_.seeds, "steps": steps,
         "outcome": config.outcome, "bound_at": config.bound_at,
+        "outcome_step": config.outcome_step or None,
         "bound": bound.astype(int).tolist(), "n_bound": int(bound.sum()),
         "fraction_bound": float(bound.mean()),
         "separation": _separation_json(found["snapshots"]),
