@@ -72,6 +72,7 @@ def test_the_planted_binding_seeds_are_found_and_dated(tiny_run, tmp_path):
     assert sep["first"]["progress/qk1_prev_token"] == PLANT_FROM
     assert sep["measure"] in ("progress/qk1_prev_token", "progress/attn1_eq_operands")
     assert summary["steps"] == [0, 20, 40]
+    assert sep["chosen_on_fit_half"]["accuracy"] == 1.0  # measure picked on the fit half only
     assert summary["final"]["progress/qk1_prev_token"]["bound"]["mean"] == 1.0
     assert summary["outcome_clusters"]["agrees_with_bound"]
     table = np.load(tmp_path / "atlas" / "table.npz")
@@ -98,7 +99,8 @@ def test_the_head_in_every_seed_does_not_date_the_split(tiny_run, tmp_path):
 
 def test_bad_config_is_refused_before_the_workdir_is_made(tiny_run, tmp_path):
     for key, value, message in [("run", "", "--run=RUN"),
-                                ("outcome", "acc/none", "outcome='acc/none'")]:
+                                ("outcome", "acc/none", "outcome='acc/none'"),
+                                ("outcome_step", 30, "outcome_step=30")]:
         config = config_for(tiny_run)
         config[key] = value
         assert_refused_before_writing(atlas.run, config, str(tmp_path / key), message)

@@ -4,7 +4,8 @@
 
 Data flow: ``runs.open(config.run)`` (an ``experiments.assign_add`` run with parameter snapshots;
 only read) -> seeds labelled *bound* where the run's final ``outcome`` metric (1-var restricted
-accuracy) is >= ``bound_at`` -> the seven progress measures (SPEC 1.4) of every seed at every
+accuracy; at evaluation ``outcome_step`` when given, and then only steps up to it count) is
+>= ``bound_at`` -> the seven progress measures (SPEC 1.4) of every seed at every
 saved step, from the snapshots (``measure_table``; probe data drawn from the run's own split)
 -> ``earliest_separating_step``: the first saved step from which a one-measure threshold, fit
 on half the seeds, tells bound from never-bound seeds on the other half (>= ``min_accuracy`` at
@@ -49,11 +50,16 @@ def open_run(config) -> tuple[runs.Run, list[int], np.ndarray]:
     if config.outcome not in metrics:
         raise ConfigError(f"outcome={config.outcome!r}: the run has no such metric; it has "
                           f"{sorted(k for k in metrics if k.startswith('acc/'))}")
-    steps = run.steps_saved
+    evals = run.steps.tolist()
+    at = config.outcome_step or (evals[-1] if evals else 0)
+    if at not in evals:
+        raise ConfigError(f"outcome_step={config.outcome_step!r}: not an evaluated step; the run "
+                          f"has {evals[:3]} ... {evals[-3:]} (0: the last)")
+    steps = [s for s in run.steps_saved if s <= at]
     if len(steps) < 2:
-        raise ConfigError(f"run {config.run!r}: {len(steps)} saved step(s) {steps}; the atlas "
-                          "needs 2+ (train with --config.snapshot_every_chunks=1)")
-    bound = metrics[config.outcome][:, -1] >= config.bound_at
+        raise ConfigError(f"run {config.run!r}: {len(steps)} saved step(s) {steps} up to step "
+                          f"{at}; the atlas needs 2+ (train with --config.snapshot_every_chunks=1)")
+    bound = metrics[config.outcome][:, evals.index(at)] >= config.bound_at
     return run, steps, bound
 
 
@@ -76,6 +82,24 @@ def separation(steps, table, bound: np.ndarray, names, min_accuracy: float):
     return sa.earliest_separating_step(steps, table, bound, names, min_accuracy=min_accuracy)
 
 
+def chosen_on_fit_half(table: dict[str, np.ndarray], bound: np.ndarray, column: int
+                       ) -> dict[str, Any]:
+    """The predictor with nothing chosen on the seeds it is scored on: in each fold of
+    ``sa.halves``, the measure and threshold with the best accuracy on the fit half at saved
+    step ``column``, scored on the other half. ``earliest_separating_step`` picks the measure
+    by its held-out accuracy, which flatters it; this does not."""
+    folds = sa.halves(bound)
+    out = []
+    for fit, test in (folds, folds[::-1]):
+        best = max(sorted(table), key=lambda n: sa.accuracy(
+            sa.fit_threshold(table[n][fit, column], bound[fit]), table[n][fit, column],
+            bound[fit]))
+        rule = sa.fit_threshold(table[best][fit, column], bound[fit])
+        out.append({"measure": best, "accuracy": sa.accuracy(rule, table[best][test, column],
+                                                            bound[test])})
+    return {"folds": out, "accuracy": float(np.mean([f["accuracy"] for f in out]))}
+
+
 def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     config = AA_SCHEMA.validate(config)
     if not config.run:
@@ -86,6 +110,8 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         f"bound, at {len(steps)} saved steps")
     table = snapshot_table(run_, steps, config)
     metrics, evals = run_.metrics_at(0), run_.steps.tolist()
+    upto = len([e for e in evals if e <= (config.outcome_step or evals[-1])])
+    metrics, evals = {k: v[:, :upto] for k, v in metrics.items()}, evals[:upto]
     recorded = {m: np.asarray(metrics[m], np.float64) for m in PROGRESS if m in metrics}
     found = {"snapshots": separation(steps, table, bound, sorted(table), config.min_accuracy),
              "evaluations": separation(evals, recorded, bound, sorted(recorded),
@@ -93,6 +119,10 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     grouping = sa.cluster_seeds(sa.trajectory_similarity(
         {"o": np.asarray(metrics[config.outcome], np.float64)}, kind="distance"))
     summary = make_summary(run_, steps, bound, table, found, grouping, config)
+    sep = found["snapshots"]
+    if sep is not None and sep.step is not None:
+        summary["separation"]["chosen_on_fit_half"] = chosen_on_fit_half(
+            table, bound, steps.index(sep.step))
     shown = {config.outcome: at_steps(metrics[config.outcome], evals, steps), **table}
     write_npz(os.path.join(workdir, "table.npz"),
               {"steps": np.asarray(steps), "seeds": np.asarray(run_.seeds),
@@ -140,6 +170,7 @@ def make_summary(run_: runs.Run, steps: list[int], bound: np.ndarray, table, fou
     return {
         "run": run_.path, "seeds": run_.seeds, "steps": steps,
         "outcome": config.outcome, "bound_at": config.bound_at,
+        "outcome_step": config.outcome_step or None,
         "bound": bound.astype(int).tolist(), "n_bound": int(bound.sum()),
         "fraction_bound": float(bound.mean()),
         "separation": _separation_json(found["snapshots"]),
@@ -159,6 +190,10 @@ def format_summary(summary: dict[str, Any]) -> str:
         sep = summary[key] or {}
         rows[key] = f"step {sep.get('step')} measure {sep.get('measure')} held-out accuracy " \
                     f"{sep.get('accuracy')}"
+    chosen = (summary["separation"] or {}).get("chosen_on_fit_half")
+    if chosen:
+        rows["chosen on fit half"] = f"accuracy {chosen['accuracy']} " + ", ".join(
+            f"{f['measure']} {f['accuracy']}" for f in chosen["folds"])
     rows["outcome clusters"] = summary["outcome_clusters"]
     return "\n".join(f"{k:>22s}: {v}" for k, v in rows.items())
 

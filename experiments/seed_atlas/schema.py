@@ -29,6 +29,9 @@ AA_SCHEMA = Schema(
     sweep=text("the sweep inside it ('' = its only one)", default=""),
     outcome=text("the run's metric whose final value says a seed bound variables"),
     bound_at=fraction("a seed is bound where its final outcome is >= this"),
+    outcome_step=integer("the evaluated step whose outcome labels the seeds (and the last step "
+                         "the atlas reads): who has bound by then; 0: the run's last", min=0,
+                         default=0),
     probe_size=integer("2-var probe sequences (training pairs of the run's split) for the "
                        "attention measures and the variable probe", min=4),
     probe_seed=integer("which probe sequences", min=0),
