@@ -21,31 +21,17 @@ import copy
 import jax
 import jax.numpy as jnp
 
+from mechjax import fastpath
 from mechjax.config import ConfigError, ModelConfig
-from mechjax.model import HookFn, Params
+from mechjax.model import HookFn, Params, uniform_pattern  # noqa: F401 (re-exported)
 from mechjax.model import forward as model_forward
 from mechjax.train import Trainer, TrainState
-
-PATTERN_HOOK = "attn.hook_pattern"
-
-
-def uniform_pattern(shape: tuple[int, ...], causal: bool) -> jax.Array:
-    """``[..., q, k]`` uniform attention: ``1 / n_keys`` (causal: over the keys ``<= q``)."""
-    n_q, n_k = shape[-2], shape[-1]
-    if not causal:
-        return jnp.full(shape, 1.0 / n_k, jnp.float32)
-    allowed = jnp.tril(jnp.ones((n_q, n_k), jnp.float32))
-    return jnp.broadcast_to(allowed / allowed.sum(-1, keepdims=True), shape)
-
 
 def rate_hook(rate: jax.Array | float, cfg: ModelConfig, inner: HookFn | None = None) -> HookFn:
     """A forward hook mixing every attention pattern with uniform attention at ``rate``
     (then ``inner``, if given, sees every hook point as usual)."""
-    def hook(name: str, x: jax.Array) -> jax.Array:
-        if name.endswith(PATTERN_HOOK):
-            x = rate * x + (1.0 - rate) * uniform_pattern(x.shape, cfg.causal).astype(x.dtype)
-        return x if inner is None else inner(name, x)
-    return hook
+    mix = fastpath.rate_hook(rate, cfg)
+    return mix if inner is None else (lambda name, x: inner(name, mix(name, x)))
 
 
 def forward(params: Params, tokens: jax.Array, cfg: ModelConfig, rate: jax.Array | float,
@@ -58,9 +44,9 @@ class RateTrainer(Trainer):
     """``Trainer`` whose model runs at the traced attention rate ``hparams['attn_rate']``.
 
     The rate reaches ``logits`` (training loss and every evaluation) through a throwaway copy of
-    the trainer made for each ``run``, so no traced value outlives the trace. The fast readout
-    path (``mechjax.fastpath``) has no rate, so this trainer always runs the full forward; at
-    rate 1 its logits equal ``mechjax.model.forward``'s exactly.
+    the trainer made for each ``run``, so no traced value outlives the trace. A task read at one
+    position goes through the fast readout path (``mechjax.fastpath``, with the same rate), as
+    the plain trainer's does.
     """
 
     _rate: jax.Array | float = 1.0
@@ -72,6 +58,10 @@ class RateTrainer(Trainer):
         return values
 
     def logits(self, params: Params, tokens: jax.Array, key: jax.Array | None = None):
+        readout = self.task.readout
+        if readout is not None and self.use_fastpath:
+            return fastpath.readout_logits(params, tokens, self.model_cfg, readout, key,
+                                           attn_rate=self._rate)
         out = forward(params, tokens, self.model_cfg, self._rate, key)
         return out if self.task.readout is None else out[:, self.task.readout]
 

@@ -1,6 +1,7 @@
 """CPU-scale clock/pizza sweep: the quickstart's model, training and hyperparameters
 (``experiments/quickstart/configs/cpu.py``) on a + b mod 31 with 70% of the pairs for training,
-5 attention rates x 8 seeds in one compiled program."""
+3 attention rates x 8 seeds in one compiled program, 2000 steps (the quickstart's 3000 with
+half the pairs grok at 2062 +- 490; with 70% of them for training, sooner)."""
 import ml_collections
 
 from experiments.quickstart.configs import cpu as quickstart
@@ -11,8 +12,8 @@ def get_config() -> ml_collections.ConfigDict:
     config = ml_collections.ConfigDict()
     config.n_seeds = 8
     config.seed_offset = 0
-    config.attn_rates = (0.0, 0.25, 0.5, 0.75, 1.0)
-    config.chunk_evals = 10
+    config.attn_rates = (0.0, 0.5, 1.0)
+    config.chunk_evals = 8
     config.grok_threshold = 0.99
     config.n_triples = 100
     config.pizza_min_grad_sym = 0.9
@@ -23,4 +24,5 @@ def get_config() -> ml_collections.ConfigDict:
     config.task.train_fraction = 0.7  # the quickstart's 0.5 groks in 4-5 of 8 seeds by 3000 steps
     config.task.split_seed = base.task.split_seed
     config.model, config.train, config.hparams = base.model, base.train, base.hparams
+    config.train.steps = 2000
     return config
