@@ -4,8 +4,6 @@ outside the theory's assumptions, and one-line refusals of bad input before any 
 write."""
 import json
 import os
-import subprocess
-import sys
 
 import jax.numpy as jnp
 import numpy as np
@@ -18,8 +16,6 @@ from mechjax.analysis.imir.detection import detector as dt
 from mechjax.analysis.imir.manifold import project as proj
 from mechjax.config import ConfigError
 from mechjax.weights import save_npz
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
@@ -168,14 +164,21 @@ def test_model_outside_the_assumptions_warns_with_the_explained_fraction(tmp_pat
 
 
 def test_cli_short_flags_and_one_line_error(tmp_path):
-    """``--weights`` is ``--config.weights``: a missing file is one line on stderr, exit != 0."""
+    """``--weights`` is ``--config.weights`` (the module's own aliases): a missing file is refused
+    in one line before anything is written. In process: ``run_cli`` prints a ConfigError as
+    ``error: <message>`` and exits (tests/test_config_schema.py runs that in a subprocess)."""
+    from experiments.imir_detect.schema import ALIASES
+    from mechjax.experiment import expand_aliases
     missing = str(tmp_path / "missing.npz")
-    proc = subprocess.run([sys.executable, "-m", "experiments.imir_detect",
-                           f"--workdir={tmp_path / 'run'}", f"--weights={missing}"],
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
-    assert proc.returncode != 0
-    assert proc.stderr.strip().splitlines()[-1] == \
-        f"error: --weights={missing}: weights file {missing!r} does not exist"
+    argv = expand_aliases(["prog", f"--workdir={tmp_path / 'run'}", f"--weights={missing}"],
+                          ALIASES)
+    assert argv[2] == f"--config.weights={missing}"
+    c = tiny.get_config()
+    key, value = argv[2][len("--config."):].split("=", 1)
+    c[key] = value
+    with pytest.raises(ConfigError) as err:
+        rd.run(c, str(tmp_path / "run"))
+    assert str(err.value) == f"--weights={missing}: weights file {missing!r} does not exist"
     assert not os.path.exists(tmp_path / "run")
 
 

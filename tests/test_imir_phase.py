@@ -1,20 +1,23 @@
 """IMIR phase diagrams: the closed-form 4-coordinate model against the engine, the vmapped grid
 against single solves, Theorems 2 and 3 against their derived forms, the read-offs on constructed
-trajectories, and the experiment end to end (docs/imir.md, section 6)."""
+trajectories, the experiment end to end (one tiny run in this process, which the 4-coordinate
+comparison and the plain-SGD arm's planted test reuse: their programs compile once), and the
+standard architecture's plain-SGD arm on planted cells (docs/imir.md, section 6)."""
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import FAST_COMPILE, PYTHON, REPO, assert_refused_before_writing, run_module_env
+from conftest import STALL_SECONDS, assert_refused_before_writing, run_watched
 from experiments.imir_phase import run
 from experiments.imir_phase.configs import tiny
+from experiments.imir_phase.schema import SCHEMA
+from mechjax import watchdog
 from mechjax.analysis.imir.manifold import submanifold as subm
 from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.dynamics import reference as ode
@@ -23,6 +26,7 @@ from mechjax.analysis.imir.phase import readoffs as ph
 from mechjax.analysis.imir.manifold import project as proj
 from mechjax.analysis.imir.dynamics import four_coord as rd
 from mechjax.analysis.imir.theorems import four_coord as th
+from mechjax.io import write_json
 from mechjax.tasks import blocklist as bl
 
 
@@ -55,13 +59,15 @@ def test_closed_form_equals_engine_on_the_submanifold(spec):
 
 
 def test_vmapped_grid_equals_individual_solves():
-    sizes = rd.RecallSizes(8, 8, 4)
+    # the tiny run's closed-form program (its sizes, n_save and a given first step: compiled once
+    # in this module)
+    sizes, n_save, dt0 = rd.RecallSizes(8, 8, 3), 10, 20.0
     fr = np.array([0.1, 0.5, 0.9, 0.3])
     fv = np.array([0.0, 0.2, 0.7, 0.4])
-    b = np.array([1, 2, 3, 1])
-    grid = fc.solve_grid(sizes, [0.1, 0.2, 0.3, 0.4], b, fr, fv, 800.0, 4)
+    b = np.array([1, 2, 2, 1])
+    grid = fc.solve_grid(sizes, [0.1, 0.2, 0.3, 0.4], b, fr, fv, 800.0, n_save, dt0=dt0)
     one = jax.jit(lambda b, fr, fv: rd.integrate(sizes, jnp.asarray([0.1, 0.2, 0.3, 0.4]), b, fr,
-                                                 fv, 800.0, 4))
+                                                 fv, 800.0, n_save, dt0=dt0))
     # Both are adaptive float32 solves at the solver's rtol 1e-5: different op fusion (batched vs one
     # cell) can pick different steps, so they agree to ~10x that tolerance; a cell mixed up by the
     # padding or the batching differs at O(1).
@@ -132,17 +138,41 @@ def test_readoffs_on_constructed_trajectories():
     assert fit["agreement"] == 1.0 and 0.55 < fit["c"] <= 0.6 + 1e-9
 
 
-@pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
-def test_tiny_end_to_end(tmp_path):
-    """The command a user runs, in its own process (so XLA's fast-compile flags apply)."""
-    workdir = str(tmp_path / "run")
-    proc = subprocess.run([PYTHON, "-m", "experiments.imir_phase", f"--workdir={workdir}",
-                           "--config=experiments/imir_phase/configs/tiny.py"], cwd=REPO,
-                          env=run_module_env(FAST_COMPILE), capture_output=True, text=True,
-                          timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+@pytest.fixture(scope="module")
+def tiny_runs(tmp_path_factory):
+    """The tiny run (the default pipeline, its 4-coordinate comparison switched off) and then the
+    labelled 4-coordinate comparison by itself, against a stand-in exact diagram whose every
+    winner is ``neither``: both in this process, so the comparison's programs that the run
+    compiled (the reference cell's and the (b, f_r) grid's closed-form solve, the trainings'
+    pieces) are compiled once. Returns ``(workdir, saved summary, comparison figures folder,
+    comparison summary)``."""
+    root = tmp_path_factory.mktemp("imir_phase")
+    workdir = str(root / "run")
+    run_watched(run.run, tiny.get_config(), workdir)
     with open(os.path.join(workdir, "summary.json")) as f:
         saved = json.load(f)
+    c = run.build(SCHEMA.validate(tiny.get_config()))
+    e = c["exact"]
+    ax = np.linspace(0.0, 1.0, e["n"])
+    FR, FV = np.meshgrid(ax, ax, indexing="ij")
+    ex = {"spec": c["exact_spec"], "FR": FR, "FV": FV,
+          "t": np.linspace(0.0, float(e["t1"]), e["n_save"] + 1),
+          "ro": {"winner": np.zeros(FR.size, int)}}
+    four = {"n_cells": int(FR.size)}
+    metrics = {"t_ode": np.linspace(0.0, float(c["ode"]["t1"]), c["ode"]["n_save"] + 1)}
+    fig_dir = str(root / "four_coord_figures")
+    with watchdog.watch("the 4-coordinate comparison", stall_seconds=STALL_SECONDS):
+        run.four_coordinate_comparison(c, ex, four, metrics, fig_dir)
+    write_json(str(root / "four_coord.json"), four)   # as a summary is saved (JSON types)
+    with open(root / "four_coord.json") as f:
+        return workdir, saved, fig_dir, json.load(f)
+
+
+@pytest.mark.timeout(600)  # the tiny run and the comparison: ~60 s cold on 2 cores
+def test_tiny_end_to_end(tiny_runs):
+    """The tiny config's run (``python -m experiments.imir_phase --config=...tiny.py`` in
+    process), its summary as saved."""
+    workdir, saved, _, _ = tiny_runs
     for key in ("grid_seconds", "speed/ratio_train_per_cell_vs_grid", "grid/contour_sb",
                 "exact_vs_full_ode/max_rel_deviation", "winner_agreement/theory_arch",
                 "ode_vs_training/max_rel_deviation", "grid_b/contour_sb", "grid/n_classes",
@@ -159,10 +189,16 @@ def test_tiny_end_to_end(tmp_path):
     assert saved["exact_vs_full_ode/max_rel_deviation"] < 1e-3
     assert saved["ode_vs_training/max_rel_deviation"] < 0.05
     # the headline validation: a full transformer of the theory's architecture, trained on the
-    # cell(s) next to the exact boundary, forms the circuit the exact dynamics predict (the tiny
-    # standard-architecture cells form neither circuit in their few steps: not asserted)
+    # cell(s) next to the exact boundary, forms the circuit the exact dynamics predict
     assert saved["winner_agreement/theory_arch_cells"] >= 1
     assert saved["winner_agreement/theory_arch"] == 1.0, saved["cells_exact/winner_trained"]
+    # the standard architecture (150 Adam steps, 2 seeds) forms ICL in every seed at a
+    # straddling cell where the exact dynamics predict ICL (measured: cell 0 ICL/ICL, cell 1
+    # neither/neither against ICL: agreement 0.5); the same under plain SGD
+    for arm in ("cells_standard/winner_per_seed", "standard_arch_sgd/winner_per_seed"):
+        assert any(row == ["ICL"] * 2 for row, want in zip(saved[arm],
+                   saved["cells_standard/winner_exact"]) if want == "ICL"), saved[arm]
+    assert saved["winner_agreement/standard_arch"] >= 0.5
     # the exact theorems stage: the protocol point on the exact loss is the 4-coordinate one at
     # f_v = 0 (float32 rounding), f_r = 1 never forms IWL, and within 200 steps delta, gamma,
     # alpha move, in that order, and beta does not (in the exact dynamics and in training alike)
@@ -179,40 +215,11 @@ def test_tiny_end_to_end(tmp_path):
     assert saved["grid_cells"] == 36 and "grid_seconds" in run.format_summary(saved)
 
 
-# run in its own process, so XLA's fast-compile flags apply (the comparison is mostly compilation)
-FOUR_COORD_SCRIPT = """
-import sys
-import numpy as np
-from experiments.imir_phase import run
-from experiments.imir_phase.configs import tiny
-from experiments.imir_phase.schema import SCHEMA
-from mechjax.io import write_json
-
-c = run.build(SCHEMA.validate(tiny.get_config()))
-e = c["exact"]
-ax = np.linspace(0.0, 1.0, e["n"])
-FR, FV = np.meshgrid(ax, ax, indexing="ij")
-ex = {"spec": c["exact_spec"], "FR": FR, "FV": FV,
-      "t": np.linspace(0.0, float(e["t1"]), e["n_save"] + 1),
-      "ro": {"winner": np.zeros(FR.size, int)}}
-saved = {}
-metrics = {"t_ode": np.linspace(0.0, float(c["ode"]["t1"]), c["ode"]["n_save"] + 1)}
-run.four_coordinate_comparison(c, ex, saved, metrics, sys.argv[1])
-write_json(sys.argv[2], {**saved, "n_cells": int(FR.size)})
-"""
-
-
-@pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
-def test_tiny_four_coordinate_comparison(tmp_path):
+@pytest.mark.timeout(600)  # builds the tiny run when it runs first
+def test_tiny_four_coordinate_comparison(tiny_runs):
     """The labelled 4-coordinate comparison by itself (the tiny run switches it off), against a
     stand-in exact diagram: every winner ``neither``."""
-    fig_dir, out = str(tmp_path / "figures"), str(tmp_path / "saved.json")
-    proc = subprocess.run([PYTHON, "-c", FOUR_COORD_SCRIPT, fig_dir, out], cwd=REPO,
-                          env=run_module_env(FAST_COMPILE), capture_output=True, text=True,
-                          timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    with open(out) as f:
-        saved = json.load(f)
+    _, _, fig_dir, saved = tiny_runs
     for key in ("theorem2/max_rel_error", "theorem3/slope_vs_b", "theorem3/r2",
                 "emergence_order", "confinement/rel_residual", "theorem2/conditions",
                 "theorem2/protocols", "full_ode_vs_gd/max_rel_deviation"):
@@ -238,7 +245,7 @@ def test_tiny_four_coordinate_comparison(tmp_path):
     (lambda c: setattr(c.task, "b", 5), "task.b=5"),
     (lambda c: setattr(c.cells, "steps", 25), "cells.steps=25 must be a multiple"),
     (lambda c: setattr(c.theorem2, "settings", [[0.1, 0.0]] * 3), "theorem2.settings="),
-    (lambda c: setattr(c.task, "n_common", 4), "n_common=4"),
+    (lambda c: setattr(c.task, "n_common", 2), "n_common=2"),
     (lambda c: setattr(c.grid, "f_v_max", 1.5), "grid.f_v_max=1.5"),
     (lambda c: setattr(c.exact_theorems, "steps", 21), "exact_theorems.steps=21"),
     (lambda c: setattr(c.exact_theorems, "steps", 400), "steps * lr = 400.0 must be <= t1"),
@@ -265,3 +272,64 @@ def test_readoff_caps_the_icl_level_at_b_over_b_plus_1():
     assert [ph.WINNERS[w] for w in free["winner"]] == ["IWL", "neither"]
     assert np.isinf(free["emergence"]).all()
     assert ph.winner_counts(capped["winner"]) == {"neither": 0, "ICL": 1, "IWL": 0, "both": 1}
+
+
+# ---- the plain-SGD arm of the standard architecture (``cell_stages.sgd_arm``): steps = exact.t1 / lr
+# so that t = step x lr, its one-horizon winner agreement and clock-free comparisons against the
+# exact diagram's cells; its config refused before anything compiles
+
+# the tiny run's exact spec: the SGD-arm test then runs the tiny run's compiled trainings
+SPEC = bl.BlockListSpec(kind="recall", n_common=8, n_rare=8, n_blocks=3, burstiness=1)
+IWL, NEITHER = ph.WINNERS.index("IWL"), ph.WINNERS.index("neither")
+
+
+@pytest.mark.parametrize("edit, message", [
+    ({"sgd_lr": -0.5}, "validate_standard.sgd_lr"),
+    # tiny's exact.t1 = 200: 2,000,000 steps
+    ({"sgd_lr": 1e-4}, "validate_standard.sgd_lr=0.0001: exact.t1 / sgd_lr = 2000000 SGD steps"),
+    ({"sgd_lr": 150.0, "n_evals": 2}, "exact.t1 / sgd_lr = 1 SGD steps; allowed 2 (n_evals)"),
+])
+def test_bad_sgd_arm_refused_before_writing(tmp_path, edit, message):
+    config = tiny.get_config()
+    config.validate_standard.update(edit)
+    assert_refused_before_writing(run.run, config, tmp_path / "run", message)
+
+
+def _exact_side(winners: list[int], t1: float) -> dict:
+    """An exact diagram of one row of cells ``(f_r, f_v) = (0, 0), (1, 0)`` whose winners are
+    planted, with curves that make IWL form at t1 / 4 where the winner is IWL (else nothing)."""
+    t = np.linspace(0.0, t1, 11)
+    iwl = np.array([1 / (1 + np.exp(-(t - t1 / 4) / (t1 / 50))) if w == IWL else 0 * t
+                    for w in winners])
+    return {"FR": np.array([[0.0, 1.0]]), "FV": np.zeros((1, 2)), "spec": SPEC, "t": t,
+            "ro": {"winner": np.array(winners), "p_rare": np.zeros(2), "acc_rare": np.zeros(2),
+                   "p_iwl": iwl[:, -1]},
+            "out": {"p_rare": np.zeros_like(iwl), "p_iwl": iwl}}
+
+
+def test_sgd_arm_matches_t_and_recovers_the_in_weights_cell():
+    """f_r = 0, f_v = 0 (common faithful pairs only) learns the association in weights under
+    plain SGD; f_r = 1 (no common token ever seen) forms nothing. Planted exact winners IWL /
+    neither (IWL forming at t1 / 4) agree in every seed, by the one-horizon winner, the order
+    of formation and the stable winner. The step count is t1 / lr rounded down to a multiple
+    of the read-offs, and the arm's clock is step x lr."""
+    from experiments.imir_phase.cell_stages import standard_cells
+    t1, lr = 200.0, 0.5   # 400 steps -> 399 (a multiple of 3 read-offs): the tiny run's
+    # through the stage: Adam's arm (its keys unchanged) then SGD's on the same cells
+    c = {"exact": {"t1": t1}, "ode": {"threshold": 0.5}, "validate": {"seed": 0},
+         "validate_standard": dict(sgd_lr=lr, d_model=8, batch_size=32, eval_size=64,
+                                   n_evals=3, n_cells=2, n_seeds=2, seed=0, steps=150,
+                                   lr=3e-2, optimizer="adam")}
+    metrics, out = {}, {}
+    standard_cells(c, _exact_side([IWL, NEITHER], t1), out, metrics)
+    assert metrics["cells_standard/index"].tolist() == [0, 1]
+    assert "winner_agreement/standard_arch" in out and "standard_arch/order_agreement" in out
+    arm = "standard_arch_sgd"
+    assert out[f"{arm}/steps"] == 399 and out[f"{arm}/t_last"] == 199.5
+    assert metrics["cells_standard_sgd/step"].tolist() == [133, 266, 399]
+    w = metrics["cells_standard_sgd/winner"]
+    assert w.tolist() == [[IWL, IWL], [NEITHER, NEITHER]], w
+    assert out[f"{arm}/diverged_runs"] == 0
+    for key in ("winner_agreement", "order_agreement", "stable_winner_agreement"):
+        assert out[f"{arm}/{key}"] == 1.0 and out[f"{arm}/{key}_cells"] == 2, key
+    assert out[f"{arm}/winner_agreement_seed_min"] == out[f"{arm}/winner_agreement_seed_max"]
