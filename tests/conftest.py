@@ -11,8 +11,12 @@ REFERENCE = os.path.join(os.path.dirname(REPO), "shared", "reference", "assign_a
 # dominates the suite's tiny programs, and these flags cut the suite's CPU time by ~40% (measured:
 # four experiment test files, 359 s -> 205 s of user time, every test passing; numbers equal to
 # float rounding). Set before anything imports jax. MECHJAX_TEST_FULL_OPT=1 keeps XLA's defaults.
+# --xla_cpu_use_fusion_emitters=false: XLA's older loop emitters, ~3x less compile time on the
+# suite's programs (h29r: test_train's two programs 3.62 / 4.23 s -> 1.03 / 1.20 s of compile;
+# four experiment files cold, 102.8 -> 66.3 s of user CPU, every test passing).
 FAST_COMPILE = {"XLA_FLAGS": "--xla_backend_optimization_level=0 "
-                             "--xla_llvm_disable_expensive_passes=true"}
+                             "--xla_llvm_disable_expensive_passes=true "
+                             "--xla_cpu_use_fusion_emitters=false"}
 if os.environ.get("MECHJAX_TEST_FULL_OPT") != "1":
     _flags = f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE['XLA_FLAGS']}"
     os.environ["XLA_FLAGS"] = _flags.strip()
@@ -126,14 +130,15 @@ def pyplot():
 # modules run heaviest first, each whole on one worker (xdist's ``loadscope``: a module's fixtures
 # are built once), so the light ones fill the end and both workers finish together; with
 # xdist's default ``load``, a long module last leaves the other worker idle for its length.
-MODULE_SECONDS = {  # the largest tests of the 824 s cold run of 03522c9, summed per module
-    "test_imir_phase.py": 89, "test_assign_add_experiment.py": 86, "test_ace_grokking.py": 57,
-    "test_grokking_law_experiment.py": 54, "test_benchmark_accelerator.py": 50,
-    "test_multiprocess.py": 44, "test_ace_markov.py": 40, "test_fastpath.py": 36,
-    "test_train.py": 34, "test_ace_agreement.py": 33, "test_imir_init_experiment.py": 31,
-    "test_imir_detect_experiment.py": 25, "test_quickstart.py": 23, "test_sweep.py": 23,
-    "test_timing.py": 22, "test_icl_minimal_experiment.py": 19, "test_generate.py": 17,
-    "test_seed_atlas_experiment.py": 16, "test_hooks.py": 16,
+MODULE_SECONDS = {  # the 824 s cold run of 03522c9, corrected by stop 39's per-file CPU seconds
+    "test_imir_phase.py": 100, "test_assign_add_experiment.py": 70, "test_ace_grokking.py": 65,
+    "test_ace_agreement.py": 45, "test_sweep.py": 40, "test_grokking_law_experiment.py": 35,
+    "test_imir_detect_experiment.py": 30, "test_multiprocess.py": 30, "test_quickstart.py": 30,
+    "test_ace_markov.py": 28, "test_imir_init_experiment.py": 26, "test_seed_atlas_assign_add.py": 22,
+    "test_benchmark_accelerator.py": 20, "test_fastpath.py": 20, "test_train.py": 20,
+    "test_attention_rate.py": 20, "test_icl_minimal_experiment.py": 18, "test_generate.py": 15,
+    "test_seed_atlas_experiment.py": 16, "test_hooks.py": 16, "test_imir_iwl_readoff.py": 15,
+    "test_clock_pizza_experiment.py": 15, "test_benchmark_step_profile.py": 14,
 }
 
 
