@@ -27,6 +27,7 @@ from mechjax.model import HookFn, Params, uniform_pattern  # noqa: F401 (re-expo
 from mechjax.model import forward as model_forward
 from mechjax.train import Trainer, TrainState
 
+
 def rate_hook(rate: jax.Array | float, cfg: ModelConfig, inner: HookFn | None = None) -> HookFn:
     """A forward hook mixing every attention pattern with uniform attention at ``rate``
     (then ``inner``, if given, sees every hook point as usual)."""
