@@ -1,6 +1,6 @@
 """The seed_atlas config: every key, what it means and what it allows (``configs/*.py`` give
 values; see ``mechjax.config_schema``)."""
-from mechjax.config_schema import Schema, fraction, integer, sequence, text
+from mechjax.config_schema import Schema, boolean, fraction, integer, sequence, text
 
 # short flag of __main__ (mechjax.experiment.run_cli aliases): --run=RUN is --config.run=RUN
 ALIASES = {"run": "run"}
@@ -36,4 +36,26 @@ AA_SCHEMA = Schema(
                        "attention measures and the variable probe", min=4),
     probe_seed=integer("which probe sequences", min=0),
     min_accuracy=fraction("held-out threshold accuracy that counts as separating"),
+)
+
+# experiments.seed_atlas.binding_cores: ACE cores of the binding circuit, compared across seeds
+BC_ALIASES = {"run": "run", "step": "step"}
+
+BC_SCHEMA = Schema(
+    "seed_atlas.binding_cores",
+    run=text("the experiments.assign_add workdir whose seeds are compared (read only; needs "
+             "parameter snapshots); alias --run"),
+    sweep=text("the sweep inside it ('' = its only one)", default=""),
+    step=integer("the saved step whose parameters are analysed (0: the last saved); alias "
+                 "--step", min=0, default=0),
+    outcome=text("the run's metric whose value labels the seeds' groups"),
+    bound_at=fraction("a seed is in group 1 where its outcome is >= this"),
+    outcome_step=integer("the evaluated step whose outcome labels the seeds; 0: the run's last",
+                         min=0, default=0),
+    probe_size=integer("2-var queries (training pairs of the run's split) ACE reads", min=8),
+    jac_samples=integer("of them, the Jacobian samples of the tail at `=`", min=1),
+    probe_seed=integer("which queries", min=0),
+    tau=fraction("the energy threshold of the core rank"),
+    float64=boolean("ACE in float64 (SPEC 2.1)"),
+    compare_dims=integer("leading core coordinates kept for CCA", min=1),
 )

@@ -13,10 +13,13 @@ One module per job, the public API re-exported here:
 * ``earliest``    -- ``earliest_separating_step``: from which step a one-measure threshold, fit on
   half the seeds, tells two groups apart on the other half
 * ``threshold``   -- that threshold classifier and the half split
+* ``agreement``   -- a similarity and its groups against known labels (adjusted Rand index,
+  within / between means, the labels' silhouette)
 
 The figure: ``mechjax.plots.seed_atlas.seed_curves``. Guide: docs/seed_atlas.md.
 """
 # flake8: noqa: F401
+from mechjax.analysis.seed_atlas.agreement import adjusted_rand, contrast
 from mechjax.analysis.seed_atlas.cluster import Grouping, cluster_seeds, distances
 from mechjax.analysis.seed_atlas.cuts import best_silhouette, silhouette, tree_cuts
 from mechjax.analysis.seed_atlas.earliest import Separation, earliest_separating_step
