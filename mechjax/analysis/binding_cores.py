@@ -71,13 +71,25 @@ def binding_cores(params: Mapping[str, Any], inputs: ace.Inputs, cfg: ModelConfi
                           vectorize=vectorize)
 
 
+def _cca_floor(coords: jax.Array, ranks: jax.Array, compare_dims: int, top: int
+               ) -> dict[str, float]:
+    """Mean off-diagonal CCA (top-r and top-``top``) after permuting each seed's queries."""
+    rng = np.random.default_rng(0)
+    z = np.asarray(coords)                                                    # [n, B, k]
+    z = jnp.asarray(np.stack([c[rng.permutation(len(c))] for c in z]))
+    return {"cca": ace.offdiag_mean(ace.cca_matrix(z, jnp.minimum(ranks, compare_dims))),
+            f"cca_top{top}": ace.offdiag_mean(ace.cca_matrix(z[..., :top], None, top))}
+
+
 def compare_cores(result: ace.Result, labels: np.ndarray, compare_dims: int, top: int = 3
                   ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Seeds x seeds overlap (``[n, n]``, ranks masked), mean top-r CCA of the first
     ``compare_dims`` core coordinates (r = the smaller core, at most ``compare_dims``) and mean CCA
     of the ``top`` leading coordinates alone (the strongest directions: with r ~ 20 coordinates
     on a few hundred queries the tail of the r correlations is partly sampling noise), each
-    clustered with ``cluster_seeds`` and compared with ``labels [n]`` (``agreement.contrast``).
+    clustered with ``cluster_seeds`` and compared with ``labels [n]`` (``agreement.contrast``),
+    plus ``cca_floor``: both CCAs with every seed's queries shuffled independently, the level
+    that no shared statistics reach at this number of queries and coordinates.
     Returns ``(summary, matrices)``."""
     ranks = jnp.asarray(result.core.rank)
     top = min(top, compare_dims)
@@ -85,6 +97,7 @@ def compare_cores(result: ace.Result, labels: np.ndarray, compare_dims: int, top
         mats = {"overlap": ace.overlap_matrix(result.core.basis, ranks),
                 "cca": ace.cca_matrix(result.coords, jnp.minimum(ranks, compare_dims)),
                 f"cca_top{top}": ace.cca_matrix(result.coords[..., :top], None, top)}
+        floor = _cca_floor(result.coords, ranks, compare_dims, top)
     mats = {k: np.asarray(v, np.float64) for k, v in mats.items()}
     dims = np.asarray(ranks).astype(int)
     summary = {"core_dim": dims.tolist(),
@@ -92,6 +105,7 @@ def compare_cores(result: ace.Result, labels: np.ndarray, compare_dims: int, top
                "overlap_chance": float(dims.mean()) / np.asarray(result.core.basis).shape[-2]}
     for name, m in mats.items():
         summary[name] = sa.contrast(m, labels, sa.cluster_seeds(m))
+    summary["cca_floor"] = floor
     summary["accuracy"] = {k: np.asarray(v, np.float64).tolist()
                            for k, v in result.accuracy.items()}
     return summary, mats
