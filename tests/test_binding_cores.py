@@ -15,9 +15,9 @@ import json
 import os
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.linalg
 
 from conftest import assert_refused_before_writing
 
@@ -47,30 +47,30 @@ def rotate(params, q):
     for name in ("blocks.0.attn.W_Q", "blocks.0.attn.W_K", "blocks.0.attn.W_V",
                  "blocks.1.attn.W_Q", "blocks.1.attn.W_K", "blocks.1.attn.W_V",
                  "blocks.1.mlp.W_in", "unembed.W_U"):
-        out[name] = jnp.einsum("de,...dk->...ek", q, params[name])
+        out[name] = np.einsum("de,...dk->...ek", q, params[name])
     return out
 
 
-def orthogonal(key, n):
-    return jnp.linalg.qr(jax.random.normal(key, (n, n)))[0]
+def orthogonal(seed, n):
+    return np.linalg.qr(np.random.default_rng(seed).standard_normal((n, n)))[0]
 
 
 def planted(keep_subspace: bool = False):
-    """Stacked params ``[8, ...]``: four S-writing models, then the same four rotated."""
-    write_s = jnp.diag((jnp.arange(D) < K).astype(jnp.float32))
+    """Stacked params ``[8, ...]``: four S-writing models, then the same four rotated (numpy:
+    no eager JAX op to compile)."""
+    write_s = np.diag((np.arange(D) < K).astype(np.float32))
     base = []
     for i in range(4):
-        p = init_params(jax.random.PRNGKey(i), CFG)
+        p = {k: np.asarray(v) for k, v in init_params(jax.random.PRNGKey(i), CFG).items()}
         for layer in (0, 1):
             p[f"blocks.{layer}.attn.W_O"] = p[f"blocks.{layer}.attn.W_O"] @ write_s
         base.append(p)
     if keep_subspace:
-        q = jax.scipy.linalg.block_diag(orthogonal(jax.random.PRNGKey(10), K),
-                                        orthogonal(jax.random.PRNGKey(11), D - K))
+        q = scipy.linalg.block_diag(orthogonal(10, K), orthogonal(11, D - K))
     else:
-        q = orthogonal(jax.random.PRNGKey(12), D)
-    seeds = base + [rotate(p, q) for p in base]
-    return {k: jnp.stack([p[k] for p in seeds]) for k in seeds[0]}
+        q = orthogonal(12, D)
+    seeds = base + [rotate(p, q.astype(np.float32)) for p in base]
+    return {k: np.stack([p[k] for p in seeds]) for k in seeds[0]}
 
 
 def analyse(params):
@@ -108,8 +108,13 @@ def config_for(run_dir, **changes):
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    return write_run(str(tmp_path_factory.mktemp("bc") / "run"), planted())
+def params():
+    return planted()
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, params):
+    return write_run(str(tmp_path_factory.mktemp("bc") / "run"), params)
 
 
 def test_the_command_finds_the_rotated_group_in_the_overlap_not_in_the_cca(run_dir, tmp_path):
@@ -138,12 +143,12 @@ def test_a_rotation_that_keeps_the_subspace_makes_one_group():
     summary, mats = analyse(planted(keep_subspace=True))
     overlap = summary["overlap"]
     assert overlap["clusters"]["n_groups"] == 1 and overlap["clusters"]["adjusted_rand"] == 0.0
-    assert overlap["between"]["0-1"] > 0.7 and abs(overlap["label_silhouette"]) < 0.3
+    assert (mats["overlap"] > 0.99).all()  # every core is the same subspace
     assert (mats["cca"][np.arange(4), np.arange(4) + 4] > 0.99).all()
 
 
-def test_bad_input_is_refused_before_anything_is_written(run_dir, tmp_path):
-    wrong = write_run(str(tmp_path / "wrong"), planted(), task=False)
+def test_bad_input_is_refused_before_anything_is_written(run_dir, params, tmp_path):
+    wrong = write_run(str(tmp_path / "wrong"), params, task=False)
     for changes, message in [({"run": ""}, "--run=RUN"),
                              ({"run": str(tmp_path / "none")}, "is not a folder"),
                              ({"run": wrong}, "no assign_add config.json"),
