@@ -118,7 +118,7 @@ def format_summary(summary: dict[str, Any]) -> str:
                      f"{summary['n_labelled_1']} with {summary['outcome']} >= "
                      f"{summary['bound_at']}",
             "core dim": summary["core_dim_stats"]}
-    for name in [k for k in summary if k == "overlap" or k.startswith("cca")]:
+    for name in [k for k, v in summary.items() if isinstance(v, dict) and "within" in v]:
         s = summary[name]
         rows[name] = (f"within {s['within']} between {s['between']} label silhouette "
                       f"{_fmt(s['label_silhouette'])}; clusters {s['clusters']['n_groups']} "
