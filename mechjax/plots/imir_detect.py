@@ -72,18 +72,17 @@ def accuracy_vs_kept(curves: Sequence[Mapping[str, np.ndarray]], labels: Sequenc
 
 
 BUDGET_PANELS = (("kept", "coordinates kept", {}),
-                 ("canonical_units", "canonical units (solid) / helpers (dashed)",
-                  {"helpers": "--"}),
-                 ("acc_circuit", "accuracy: circuit (solid) / without helpers (dashed)",
+                 ("canonical_units", "units: canonical -, helpers --", {"helpers": "--"}),
+                 ("acc_circuit", "accuracy: circuit -, w/o helpers --, full :",
                   {"acc_without_helpers": "--"}))
 
 
 def budget_curve(curves: Sequence[Mapping[str, Sequence[float]]], chosen: Sequence[float],
                  labels: Sequence[str], title: str = "", *,
                  fig: Figure | SubFigure | None = None) -> Figure:
-    """The budget curve (``detection.budget.curve``), one line per model: kept coordinates,
-    canonical units and helpers, accuracy with and without helpers against tau; a circle at
-    the tau each model reports (``chosen``)."""
+    """The budget curve (``detection.budget.curve``), one colour per model: kept coordinates,
+    canonical units and helpers, accuracy with and without helpers (and the full model's,
+    dotted) against tau; a circle at the tau each model reports (``chosen``)."""
     fig = figure_or_new(fig, (4.2 * len(BUDGET_PANELS), 3.6))
     axes = fig.subplots(1, len(BUDGET_PANELS))
     for ax, (key, ylabel, extra) in zip(axes, BUDGET_PANELS):
@@ -92,13 +91,16 @@ def budget_curve(curves: Sequence[Mapping[str, Sequence[float]]], chosen: Sequen
             line, = ax.plot(t, curve[key], ".-", lw=1, label=label)
             for k2, style in extra.items():
                 ax.plot(t, curve[k2], style, lw=1, color=line.get_color())
+            if key == "acc_circuit" and "acc_full" in curve:
+                ax.axhline(curve["acc_full"], ls=":", lw=1, color=line.get_color())
             i = int(np.argmin(np.abs(t - tau)))
             ax.plot(t[i], curve[key][i], "o", ms=8, mfc="none", color=line.get_color())
         ax.set_xscale("log")
-        ax.set_xlabel("loss budget tau (circle: the tau reported)")
+        ax.set_xlabel("loss budget tau (circle: reported)")
         ax.set_ylabel(ylabel)
-        if key == "kept":
-            ax.set_yscale("symlog", linthresh=10)
+    axes[0].set_yscale("symlog", linthresh=10)
+    axes[0].set_ylim(bottom=-0.5)
+    axes[1].set_ylim(bottom=-0.5)
     axes[-1].set_ylim(-0.02, 1.02)
     axes[0].legend(fontsize=8)
     fig.suptitle(title)

@@ -52,4 +52,5 @@ def curve(dets: Sequence, taus: Sequence[float]) -> dict[str, list]:
         "acc_circuit": [d.accuracy["circuit"] for d in dets],
         "acc_without_helpers": [d.accuracy["canonical"] for d in dets],
         "acc_selection_circuit": [d.accuracy["selection_circuit"] for d in dets],
+        "acc_full": dets[0].accuracy["full"],
     }
