@@ -6,7 +6,8 @@ block-swapping ``W_OV``, every entry of every ``W_KQ`` and ``W_U`` trained from 
 weights, so off-manifold noise is present) is trained for ``n_seeds`` seeds in one program
 (``run_sweep``), then each seed's weights go through ``mechjax.analysis.imir.detection.detector``:
 the
-explained fraction, greedy elimination to the budget ``tau``, units, circuits, canonical units
+explained fraction, greedy elimination at every budget of ``tau_curve`` (or ``tau`` alone) and the
+budget the rule picks (``detection.budget``), units, circuits, canonical units
 vs helpers, accuracies of the full model, the circuit and the circuit without helpers.
 ``--weights=FILE.npz`` or ``--from_workdir=RUN --seed=N`` detects a given model instead (read in
 ``weights_setting``'s frame; a run imir_detect trained is read in the task it was trained on),
