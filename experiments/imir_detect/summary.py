@@ -97,7 +97,9 @@ def format_summary(summary: dict[str, Any]) -> str:
         if not (isinstance(s, dict) and "per_seed" in s):
             continue
         lines.append(f"{name}:")
-        lines += [f"{k:>32s}: {format_stats(s[k])}" for k in ORDER if k in s]
+        # tau values span decades: per seed as written, not to 2 decimals
+        lines.append(f"{'tau':>32s}: {s['tau']['per_seed']}")
+        lines += [f"{k:>32s}: {format_stats(s[k])}" for k in ORDER[1:] if k in s]
         if "canonical_recovered" in s:
             lines.append(f"{'canonical_recovered':>32s}: {s['canonical_recovered']}")
         lines += _curve_lines(s["tau_curve"])
