@@ -99,9 +99,12 @@ def given_model(c: dict) -> src.Source | None:
 
 
 def bare_weights_model(c: dict, name: str) -> dict:
-    """A bare ``--weights`` file holds no attention mask: the caller names it (``causal``)."""
+    """A bare ``--weights`` file (or a run imir_detect did not train) holds no attention mask:
+    the caller names it (``causal``)."""
     if c["weights_causal"] is None:
-        raise ConfigError(f"--weights={c['weights']}: a bare weights file does not say whether "
+        what = (f"--weights={c['weights']}: a bare weights file" if c["weights"] else
+                f"--from_workdir={c['from_workdir']}: a run without an imir_detect {name} config")
+        raise ConfigError(f"{what} does not say whether "
                           "its attention is causal; pass --causal=True (the paper's model) or "
                           f"--causal=False (read in setting {name}, offsets="
                           f"{c[name]['offsets']}, positions={c[name]['positions']})")
