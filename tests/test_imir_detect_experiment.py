@@ -14,6 +14,7 @@ from experiments.imir_detect.configs import tiny
 from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.detection import detector as dt
 from mechjax.analysis.imir.manifold import project as proj
+from mechjax.analysis.seeds import STAT_KEYS
 from mechjax.config import ConfigError
 from mechjax.weights import save_npz
 
@@ -38,12 +39,24 @@ def test_tiny_config_end_to_end(tiny_run):
         # head-level analysis of the same model: every head, and blind spots among kept units
         assert set(r["heads"]["per_head"]) == {"L0H0", "L1H0"}
         assert set(r["heads"]["helpers_in_unimportant_heads"]) <= set(r["units"])
-    assert s["n_kept"]["n"] == 2 and "canonical_recovered" in s
+        # the budget curve: one entry per tau; the reported tau is one of them, with its values
+        tc = r["tau_curve"]
+        assert tc["tau"] == [0.02, 0.1, 0.5] and r["tau"] in tc["tau"]
+        i = tc["tau"].index(r["tau"])
+        assert (tc["kept"][i], tc["acc_circuit"][i]) == (r["n_kept"], r["acc/circuit"])
+    # the acceptance's names, the same for every setting, as seed statistics
+    for k in ("canonical_units", "circuits_with_4_canonical", "helpers", "acc_circuit",
+              "acc_without_helpers", "kept", "tau"):
+        assert set(s[k]) == set(STAT_KEYS) and len(s[k]["per_seed"]) == 2, k
+    assert s["acc_circuit"]["per_seed"] == [r["acc/circuit"] for r in s["per_seed"]]
+    assert len(s["tau_curve"]["helpers"]) == 3 and "canonical_recovered" in s
+    assert summary["tau_rule"].startswith("the loosest tau")
     with open(os.path.join(wd, "summary.json")) as f:
-        assert json.load(f)["recall_icl"]["n_kept"] == s["n_kept"]
+        assert json.load(f)["recall_icl"]["kept"] == s["kept"]
+    assert "tau curve" in rd.format_summary(summary)
     figs = sorted(os.listdir(os.path.join(wd, "figures")))
-    assert figs == ["recall_icl_accuracy_vs_kept.png", "recall_icl_circuit_seed0.png",
-                    "recall_icl_circuit_seed1.png"]
+    assert figs == ["recall_icl_accuracy_vs_kept.png", "recall_icl_budget_curve.png",
+                    "recall_icl_circuit_seed0.png", "recall_icl_circuit_seed1.png"]
 
 
 def _setting_basis():
@@ -64,7 +77,7 @@ def test_detects_a_given_weights_file(tmp_path):
     params = {**ib.fixed_params(frame), **proj.weights(basis, jnp.asarray(theta, jnp.float32))}
     path = str(tmp_path / "planted.npz")
     save_npz({k: np.asarray(v) for k, v in params.items()}, path)
-    c.weights = path
+    c.weights, c.weights_causal = path, True
     c.recall_icl.enabled = False
     summary = rd.run(c, str(tmp_path / "run"))
     w = summary["weights"]
@@ -81,6 +94,9 @@ def test_detects_a_given_weights_file(tmp_path):
     ("stacked", r"^--weights=.*: embed.W_E has shape \(2, \d+, \d+\).*--from_workdir=DIR --seed=N"),
     ("both", r"^--weights=.* and --from_workdir=.*: give one model source"),
     ("tau", r"tau"),
+    ("no_mask", r"^--weights=.*w\.npz: a bare weights file does not say whether its attention "
+                r"is causal; pass --causal=True .* or --causal=False \(read in setting recall_icl, "
+                r"offsets=fixed, positions=paper\)$"),
 ])
 def test_bad_input_is_refused_before_anything_runs(tmp_path, change, match):
     c, frame, _ = _setting_basis()
@@ -96,6 +112,7 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path, change, match):
     path = str(tmp_path / "w.npz")
     save_npz(params, path)
     c.weights = path if change != "missing" else str(tmp_path / "nothere.npz")
+    c.weights_causal = None if change == "no_mask" else True
     if change == "both":
         c.from_workdir = str(tmp_path)
     if change == "tau":
@@ -153,7 +170,7 @@ def test_model_outside_the_assumptions_warns_with_the_explained_fraction(tmp_pat
         params[f"blocks.{l}.attn.W_O"] = rng.normal(size=(1, 8, d)) / np.sqrt(8)
     path = str(tmp_path / "standard.npz")
     save_npz(params, path)
-    c.weights = path
+    c.weights, c.weights_causal = path, True
     c.recall_icl.enabled = False
     with pytest.warns(dt.ManifoldWarning, match=r"standard W_Q/W_K.*standard W_V/W_O.*token "
                       r"embeddings are not the frame's.*manifold explains 0\.\d{3}"):

@@ -40,6 +40,23 @@ def test_induction_head_shift_on_the_key_path():
     assert circs["O2"].hops == 1 and circs["I"].hops == 0
 
 
+def test_previous_token_head_with_a_same_token_bias_is_still_the_shift():
+    """What trained causal recall models keep (seeds 1-3 of the cpu run): the previous-token
+    head also scores same-token keys (``L0H0 I|I_t|I``). It stays a position head (the bias is
+    a helper) and alpha, beta, gamma are named; a head whose token score compares different
+    offsets (a look-up) is not turned into a shift."""
+    b = basis_of(positions="literal")
+    names = ["L0H0 I|M|I", "L0H0 I|I_rare|I", "L1H0 I|I_rare|O1", "U O2|I_rare"]
+    kinds, what, _ = named(b, names, causal=True)
+    assert kinds == {"L0H0 I|M|I": "shift", "L0H0 I|I_t|I": "helper", "L1H0 I|I_t|O1": "match",
+                     "U O2|I_t": "copy"}
+    assert what["L0H0 I|I_t|I"] == "same-token bias of a position head"
+    # layer 1: a shift plus a look-up against layer 0's output (a != b): still the look-up
+    names = ["L0H0 I|M|I", "L1H0 I|M|I", "L1H0 I|I_rare|O1", "U O2|I_rare"]
+    kinds, _, _ = named(b, names, causal=True)
+    assert kinds["L1H0 I|I_t|O1"] == "match" and kinds["L1H0 I|M|I"] == "helper"
+
+
 def test_mirrored_circuit_next_token_head_self_match_readout_through_two_heads():
     b = basis_of()
     t = b.frame.n_pos

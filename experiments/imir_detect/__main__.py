@@ -1,5 +1,6 @@
 """python -m experiments.imir_detect --workdir=DIR [--config=...] [--config.tau=...]
-[--weights=FILE.npz | --from_workdir=RUN --seed=N [--step=K]] [--config.weights_setting=khop]
+[--weights=FILE.npz --causal=True|False | --from_workdir=RUN --seed=N [--step=K]]
+[--config.weights_setting=khop]
 [--overwrite]"""
 from experiments.imir_detect import run
 from experiments.imir_detect.schema import ALIASES, SCHEMA

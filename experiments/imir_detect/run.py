@@ -6,7 +6,8 @@ block-swapping ``W_OV``, every entry of every ``W_KQ`` and ``W_U`` trained from 
 weights, so off-manifold noise is present) is trained for ``n_seeds`` seeds in one program
 (``run_sweep``), then each seed's weights go through ``mechjax.analysis.imir.detection.detector``:
 the
-explained fraction, greedy elimination to the budget ``tau``, units, circuits, canonical units
+explained fraction, greedy elimination at every budget of ``tau_curve`` (or ``tau`` alone) and the
+budget the rule picks (``detection.budget``), units, circuits, canonical units
 vs helpers, accuracies of the full model, the circuit and the circuit without helpers.
 ``--weights=FILE.npz`` or ``--from_workdir=RUN --seed=N`` detects a given model instead (read in
 ``weights_setting``'s frame; a run imir_detect trained is read in the task it was trained on),
@@ -26,11 +27,11 @@ import numpy as np
 
 from mechjax import experiment
 from mechjax.analysis.imir.manifold import basis as ib
+from mechjax.analysis.imir.detection import budget
 from mechjax.analysis.imir.detection import detector as dt
 from mechjax.analysis.imir.detection import explain as ex
 from mechjax.analysis.imir.detection import sources as src
 from mechjax.analysis.imir.forward.truncated import TruncatedTrainer
-from mechjax.analysis.seeds import format_stats, seed_stats
 from mechjax.config import ConfigError
 from mechjax.io import write_json
 from mechjax.plots import imir_detect as plots
@@ -40,13 +41,7 @@ from mechjax.tasks import blocklist as bl
 from mechjax.train import TrainConfig
 
 from experiments.imir_detect.schema import SCHEMA, SETTINGS
-
-# What "recovers the canonical coordinates" means per setting (docs: circuits.ABGD).
-EXPECTED = {"recall_icl": ("alpha", "beta", "gamma"), "recall_iwl": ("delta",)}
-STAT_KEYS = ("n_coordinates_total", "manifold_explained_fraction", "n_kept", "n_units",
-             "n_canonical", "n_helpers", "acc/full", "acc/projected", "acc/circuit",
-             "acc/circuit_without_helpers")
-
+from experiments.imir_detect.summary import format_summary, summarise  # noqa: F401 (CLI)
 
 def _spec(name: str, s: dict) -> bl.BlockListSpec:
     try:
@@ -103,11 +98,25 @@ def given_model(c: dict) -> src.Source | None:
     return None
 
 
+def bare_weights_model(c: dict, name: str) -> dict:
+    """A bare ``--weights`` file (or a run imir_detect did not train) holds no attention mask:
+    the caller names it (``causal``)."""
+    if c["weights_causal"] is None:
+        what = (f"--weights={c['weights']}: a bare weights file" if c["weights"] else
+                f"--from_workdir={c['from_workdir']}: a run without an imir_detect {name} config")
+        raise ConfigError(f"{what} does not say whether "
+                          "its attention is causal; pass --causal=True (the paper's model) or "
+                          f"--causal=False (read in setting {name}, offsets="
+                          f"{c[name]['offsets']}, positions={c[name]['positions']})")
+    return {"causal": c["weights_causal"]}
+
+
 def build(config) -> dict:
     """Every check before anything is computed (a given model's shape included)."""
     c = {k: experiment.as_dict(config[k]) if hasattr(config[k], "keys") else config[k]
          for k in SCHEMA.keys}
-    dt.check_tau(c["tau"])
+    for tau in taus_of(c):
+        dt.check_tau(tau)
     source = given_model(c)
     settings = {}
     for name in SETTINGS:
@@ -120,6 +129,8 @@ def build(config) -> dict:
             trained = (source.run_config or {}).get(name) or {}
             if trained:
                 trained = {**LEGACY, **trained}
+            else:
+                trained = bare_weights_model(c, name)
             settings[name] = setting(name, {**s, **{k: trained[k] for k in SPEC_KEYS
                                                       if k in trained}})
         elif s["enabled"] and source is None:
@@ -168,54 +179,41 @@ def _batches(st: dict, d: dict, seed: int):
             bl.sample(st["spec"], jax.random.key(20_000 + seed), tp, d["eval_size"]))
 
 
-def detect_one(st: dict, params: dict, d: dict, tau: float, seed: int) -> tuple[dt.Detection, dict]:
-    """The detection and its JSON report (with the head-level comparison when asked)."""
+def taus_of(c: dict) -> tuple[float, ...]:
+    """The budgets detected at: ``tau`` alone when given, else the curve ``tau_curve``."""
+    return (c["tau"],) if c["tau"] is not None else tuple(c["tau_curve"])
+
+
+def detect_one(st: dict, params: dict, c: dict, seed: int) -> tuple[dt.Detection, dict]:
+    """The detection at every budget, the one the rule picks (``budget.pick``) and its JSON
+    report (with the budget curve, and the head-level comparison when asked)."""
+    d, taus = c["detect"], taus_of(c)
     batch, eval_batch = _batches(st, d, seed)
-    det = dt.detect(params, st["basis"], batch, tau, eval_batch=eval_batch,
-                    exact_max=d["exact_max"], screen=d["screen"], refresh=d["refresh"],
-                    bulk_fraction=d["bulk_fraction"], overshoot=d["overshoot"],
-                    cost_bulk=d["cost_bulk"],
-                    curve_points=d["curve_points"], causal=st["cfg"]["causal"])
-    rep = dt.report(det)
+    dets = dt.detect_curve(params, st["basis"], batch, taus, eval_batch=eval_batch,
+                           exact_max=d["exact_max"], screen=d["screen"], refresh=d["refresh"],
+                           bulk_fraction=d["bulk_fraction"], overshoot=d["overshoot"],
+                           cost_bulk=d["cost_bulk"], curve_points=d["curve_points"],
+                           causal=st["cfg"]["causal"])
+    i, met = budget.pick([x.accuracy["selection_circuit"] for x in dets],
+                         dets[0].accuracy["selection_full"], c["tau_margin"])
+    det = dets[i]
+    rep = {"tau": taus[i], "tau_rule_met": met, **dt.report(det),
+           "tau_curve": budget.curve(dets, taus)}
     rep["model"] = {k: st["cfg"][k] for k in ("causal", "offsets", "positions")}
     if d["head_ablation"]:
-        rep["heads"] = dt.against_heads(params, det, st["basis"], eval_batch, tau,
+        rep["heads"] = dt.against_heads(params, det, st["basis"], eval_batch, taus[i],
                                         causal=st["cfg"]["causal"])
     return det, rep
 
 
-def recovered(name: str, rep: dict) -> bool | None:
-    """Whether the setting's canonical coordinates survived (None where none is named)."""
-    if name in EXPECTED:
-        return set(EXPECTED[name]) <= set(rep["abgd_found"] or [])
-    return None
-
-
-def summarise(name: str, reports: list[dict], seeds: list[int]) -> dict:
-    out: dict[str, Any] = {"seeds": seeds, "per_seed": reports}
-    for k in STAT_KEYS:
-        out[k] = seed_stats([r[k] for r in reports])
-    rec = [recovered(name, r) for r in reports]
-    if rec[0] is not None:
-        out["canonical_recovered_all_seeds"] = all(rec)
-        out["canonical_recovered"] = rec
-    gap = [r["acc/full"] - r["acc/circuit"] for r in reports]
-    out["acc_gap_full_minus_circuit"] = seed_stats(gap)
-    if "heads" in reports[0]:
-        out["heads/n_helpers_in_unimportant_heads"] = seed_stats(
-            [r["heads"]["n_helpers_in_unimportant_heads"] for r in reports])
-        out["heads/n_heads_important"] = seed_stats(
-            [r["heads"]["n_heads_important"] for r in reports])
-    out["n_circuits_with_4_canonical"] = seed_stats(
-        [sum(c["n_canonical"] >= 4 for c in r["circuits"]) for r in reports])
-    # the longest chain of look-ups a kept readout reads out (2: a 2-hop composition)
-    out["max_hops"] = seed_stats([max((c["hops"] for c in r["circuits"]), default=0)
-                                  for r in reports])
-    return out
-
-
-def figures(st: dict, dets: list[dt.Detection], fig_dir: str, seeds: list[int]) -> None:
+def figures(st: dict, dets: list[dt.Detection], reps: list[dict], fig_dir: str,
+            seeds: list[int]) -> None:
     name, f = st["name"], st["frame"]
+    if len(reps[0]["tau_curve"]["tau"]) > 1:
+        fig = plots.budget_curve([r["tau_curve"] for r in reps], [r["tau"] for r in reps],
+                                 [f"seed {s}" for s in seeds],
+                                 title=f"{name}: the circuit at each loss budget")
+        save_figure(fig, os.path.join(fig_dir, f"{name}_budget_curve.png"))
     for seed, det in zip(seeds, dets):
         fig = plots.circuit_diagram(det.units, det.kinds, f.n_layers,
                                     title=f"{name}, seed {seed}: kept units")
@@ -232,64 +230,35 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     experiment.start(workdir, config, overwrite)
     seeds = experiment.seeds(config)
     fig_dir = os.path.join(workdir, "figures")
-    summary: dict[str, Any] = {"tau": c["tau"]}
+    summary: dict[str, Any] = {"tau_rule": (budget.RULE if c["tau"] is None else
+                                            "fixed by --config.tau"),
+                               "tau_curve": list(taus_of(c)), "tau_margin": c["tau_margin"]}
     if b["source"] is not None:
         st = b["settings"][c["weights_setting"]]
         # a run's seed draws the data its own training run detected on, and names the figures
         seed = c["from_seed"] if c["from_workdir"] else 0
-        det, rep = detect_one(st, b["source"].params, c["detect"], c["tau"], seed)
+        det, rep = detect_one(st, b["source"].params, c, seed)
         if det.deviations:
             log(f"warning: {b['source'].description} is outside the IMIR assumptions "
                 f"({'; '.join(det.deviations)}); the manifold explains "
                 f"{det.explained['total']:.3f} of its KQ/unembedding weights")
         summary["weights"] = {"source": b["source"].description, "file": c["weights"],
                               "setting": st["name"], **rep}
-        figures(st, [det], fig_dir, [seed])
+        figures(st, [det], [rep], fig_dir, [seed])
     else:
         for name, st in b["settings"].items():
             stacked = train(st, seeds, workdir)
             dets, reps = [], []
             for i, seed in enumerate(seeds):
-                det, rep = detect_one(st, {k: v[i] for k, v in stacked.items()}, c["detect"],
-                                      c["tau"], seed)
+                det, rep = detect_one(st, {k: v[i] for k, v in stacked.items()}, c, seed)
                 dets.append(det)
                 reps.append(rep)
-                log(f"{name} seed {seed}: kept {rep['n_kept']} coordinates, {rep['n_canonical']}"
+                log(f"{name} seed {seed}: tau {rep['tau']} (rule met: {rep['tau_rule_met']}): "
+                    f"kept {rep['n_kept']} coordinates, {rep['n_canonical']}"
                     f" canonical units, {rep['n_helpers']} helpers; acc full "
                     f"{rep['acc/full']:.3f} circuit {rep['acc/circuit']:.3f} without helpers "
                     f"{rep['acc/circuit_without_helpers']:.3f}")
             summary[name] = summarise(name, reps, seeds)
-            figures(st, dets, fig_dir, seeds)
+            figures(st, dets, reps, fig_dir, seeds)
     write_json(os.path.join(workdir, "summary.json"), summary)
     return summary
-
-
-def format_summary(summary: dict[str, Any]) -> str:
-    lines = [f"tau: {summary['tau']}"]
-    if "weights" in summary:
-        w = summary["weights"]
-        lines += [f"{k:>32s}: {w[k]}" for k in ("source", "setting", *STAT_KEYS, "deviations",
-                                                 "abgd_found")]
-        if "heads" in w:
-            lines.append(f"{'helpers in harmless heads':>32s}: "
-                         f"{w['heads']['helpers_in_unimportant_heads']}")
-    for name in SETTINGS:
-        if name not in summary:
-            continue
-        s = summary[name]
-        lines.append(f"{name}:")
-        for k in (*STAT_KEYS, "acc_gap_full_minus_circuit", "n_circuits_with_4_canonical",
-                  "max_hops", "heads/n_heads_important", "heads/n_helpers_in_unimportant_heads"):
-            if k not in s:
-                continue
-            lines.append(f"{k:>32s}: {format_stats(s[k])}")
-        if "canonical_recovered" in s:
-            lines.append(f"{'canonical_recovered':>32s}: {s['canonical_recovered']}")
-        for i, r in enumerate(s["per_seed"]):
-            lines.append(f"{'seed ' + str(s['seeds'][i]):>32s}: canonical "
-                         f"{[u for u, k in r['units'].items() if k != 'helper']} helpers "
-                         f"{[u for u, k in r['units'].items() if k == 'helper']}")
-            if "heads" in r:
-                lines.append(f"{'':>32s}  helpers in heads whose ablation is harmless: "
-                             f"{r['heads']['helpers_in_unimportant_heads']}")
-    return "\n".join(lines)

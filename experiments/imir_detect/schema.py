@@ -1,13 +1,13 @@
 """The imir_detect config: every key, what it means and what it allows (``configs/*.py`` give
 values; see ``mechjax.config_schema``)."""
 from mechjax.config_schema import (SEEDS, Schema, Section, boolean, choice, fraction, integer,
-                                   number, text)
+                                   number, optional, sequence, text)
 
 SETTINGS = ("recall_icl", "recall_iwl", "khop")
 UNIT = dict(zero_ok=True)
 # short flags of __main__ (mechjax.experiment.run_cli aliases): --weights, --from_workdir, --seed
 ALIASES = {"weights": "weights", "from_workdir": "from_workdir", "seed": "from_seed",
-           "step": "from_step"}
+           "step": "from_step", "causal": "weights_causal"}
 
 
 def _setting(doc: str) -> Section:
@@ -39,8 +39,17 @@ def _setting(doc: str) -> Section:
 SCHEMA = Schema(
     "imir_detect",
     **SEEDS,
-    tau=number("loss budget: elimination stops before the loss exceeds "
-               "loss(projected model) + tau", gt=0.0),
+    tau=optional(number("loss budget: elimination stops before the loss exceeds "
+                        "loss(projected model) + tau (None: detect at every tau_curve value "
+                        "and report the one the rule picks)", gt=0.0, default=None)),
+    tau_curve=sequence(number(gt=0.0), "the budget curve: loss budgets tight to loose (used "
+                       "when tau is None)", increasing=True),
+    tau_margin=fraction("the rule: report the loosest tau_curve value at which the circuit's "
+                        "accuracy stays within this of the full model's (selection batch)",
+                        zero_ok=True),
+    weights_causal=optional(boolean("the attention mask of a bare --weights file (None: not "
+                                    "given; a bare file is then refused); alias --causal",
+                                    default=None)),
     weights=text("a .npz state dict to detect instead of training ('' = train); alias "
                  "--weights", default=""),
     from_workdir=text("a mechjax run's workdir to detect one seed of instead of training ('' = "

@@ -1,16 +1,17 @@
 """Circuit-detection figures: the kept units as a circuit diagram (layers as columns, an edge
 from each unit to the units it reads) and accuracy along the elimination path. Each function
-draws on ``ax`` when given (else on a new figure) and returns the Figure."""
+draws on ``ax`` when given (else on a new figure) and returns the Figure; the budget curve
+(kept coordinates, units and accuracies against tau, one line per seed) fills ``fig``."""
 from __future__ import annotations
 
 from typing import Mapping, Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure, SubFigure
 
 from mechjax.analysis.imir.detection.circuits import Unit, unit_edges
-from mechjax.plots.canvas import axes_or_new, root_figure
+from mechjax.plots.canvas import axes_or_new, figure_or_new, root_figure
 
 KIND_COLORS = {"shift": "#1f77b4", "match": "#2ca02c", "copy": "#d62728", "iwl": "#9467bd",
                "helper": "#999999"}
@@ -68,3 +69,39 @@ def accuracy_vs_kept(curves: Sequence[Mapping[str, np.ndarray]], labels: Sequenc
     ax.legend(fontsize=8)
     ax.set_title(title)
     return root_figure(ax)
+
+
+BUDGET_PANELS = (("kept", "coordinates kept", {}),
+                 ("canonical_units", "units: canonical -, helpers --", {"helpers": "--"}),
+                 ("acc_circuit", "accuracy: circuit -, w/o helpers --, full :",
+                  {"acc_without_helpers": "--"}))
+
+
+def budget_curve(curves: Sequence[Mapping[str, Sequence[float]]], chosen: Sequence[float],
+                 labels: Sequence[str], title: str = "", *,
+                 fig: Figure | SubFigure | None = None) -> Figure:
+    """The budget curve (``detection.budget.curve``), one colour per model: kept coordinates,
+    canonical units and helpers, accuracy with and without helpers (and the full model's,
+    dotted) against tau; a circle at the tau each model reports (``chosen``)."""
+    fig = figure_or_new(fig, (4.2 * len(BUDGET_PANELS), 3.6))
+    axes = fig.subplots(1, len(BUDGET_PANELS))
+    for ax, (key, ylabel, extra) in zip(axes, BUDGET_PANELS):
+        for curve, tau, label in zip(curves, chosen, labels):
+            t = np.asarray(curve["tau"])
+            line, = ax.plot(t, curve[key], ".-", lw=1, label=label)
+            for k2, style in extra.items():
+                ax.plot(t, curve[k2], style, lw=1, color=line.get_color())
+            if key == "acc_circuit" and "acc_full" in curve:
+                ax.axhline(curve["acc_full"], ls=":", lw=1, color=line.get_color())
+            i = int(np.argmin(np.abs(t - tau)))
+            ax.plot(t[i], curve[key][i], "o", ms=8, mfc="none", color=line.get_color())
+        ax.set_xscale("log")
+        ax.set_xlabel("loss budget tau (circle: reported)")
+        ax.set_ylabel(ylabel)
+    axes[0].set_yscale("symlog", linthresh=10)
+    axes[0].set_ylim(bottom=-0.5)
+    axes[1].set_ylim(bottom=-0.5)
+    axes[-1].set_ylim(-0.02, 1.02)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(title)
+    return root_figure(fig)

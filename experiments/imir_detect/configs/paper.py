@@ -4,6 +4,7 @@ attention, block lists without cyclic wrap (the query ends the sequence), positi
 P = {I_p, M, .., M^(k-1)}; ``causal=False, offsets="cyclic", positions="all"`` is the
 non-causal cyclic variant on the extended position set (forward shifts included)."""
 import ml_collections
+from ml_collections import config_dict
 
 PAPER_MODEL = dict(causal=True, offsets="fixed", positions="paper")
 
@@ -18,7 +19,13 @@ def get_config():
     c = ml_collections.ConfigDict()
     c.n_seeds = 8
     c.seed_offset = 0
-    c.tau = 0.05
+    # the budget curve, tight to loose; the rule (mechjax.analysis.imir.detection.budget)
+    # reports the loosest tau whose circuit stays within tau_margin of the full model's
+    # accuracy; --config.tau=X detects at X alone
+    c.tau = config_dict.placeholder(float)
+    c.tau_curve = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)
+    c.tau_margin = 0.02
+    c.weights_causal = config_dict.placeholder(bool)   # --causal: a bare --weights file's mask
     c.weights = ""
     c.from_workdir = ""
     c.from_seed = 0

@@ -9,5 +9,6 @@ def get_config():
                         batch_size=32, lr=0.03)
     c.recall_iwl.enabled = False
     c.khop.enabled = False
+    c.tau_curve = (0.02, 0.1, 0.5)
     c.detect.update(batch_size=64, eval_size=64, exact_max=8, overshoot=4, curve_points=8)
     return c

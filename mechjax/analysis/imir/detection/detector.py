@@ -18,14 +18,17 @@ whole heads): which kept units live in heads whose ablation is harmless.
 
 Accuracies are read on a separate ``eval_batch`` (selection and report on different data):
 ``full`` (the model's own effective weights), ``projected`` (all coordinates), ``circuit`` (the
-kept ones) and ``canonical`` (the kept canonical units only: the circuit without its helpers).
+kept ones) and ``canonical`` (the kept canonical units only: the circuit without its helpers);
+``selection_full`` / ``selection_circuit`` are the full model's and the circuit's on ``batch``
+(what a rule choosing the budget may look at: ``budget``). ``detect_curve`` detects at several
+budgets on the same compiled programs.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
 import warnings
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -58,7 +61,7 @@ class Detection:
     kinds: dict[str, str]             # unit name -> shift | match | copy | iwl | helper
     circuits: tuple[cc.Circuit, ...]
     unread: tuple[str, ...]
-    accuracy: dict[str, float]        # full, projected, circuit, canonical
+    accuracy: dict[str, float]        # full, projected, circuit, canonical; selection_*
     curve: dict[str, np.ndarray]      # n_kept, loss, acc along the elimination path
     abgd: bool = False                # a 2-layer 1-head basis: alpha..delta names apply
     what: dict[str, str] = dataclasses.field(default_factory=dict)  # unit -> what it computes
@@ -165,16 +168,30 @@ def check_tau(tau: float) -> None:
         raise ex.DetectError(f"tau={tau!r}: the loss budget must be a number > 0")
 
 
-def detect(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch, tau: float, *,
-           eval_batch: Batch | None = None, exact_max: int = 512, screen: int = 32,
-           refresh: int = 16, bulk_fraction: float = 0.25, chunk: int = 16,
-           overshoot: int = 0, curve_points: int = 48, attn_scale: float | None = None,
-           cost_bulk: float = 0.0, causal: bool = False) -> Detection:
+def detect(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch, tau: float,
+           **kwargs) -> Detection:
     """Detect the circuit of ``params`` (one attention-only model, TransformerLens names) in the
-    manifold ``basis`` of its task; ``batch`` drives the elimination, ``eval_batch`` (default
-    ``batch``) the reported accuracies. ``causal``: the model's attention mask; other keyword
-    arguments: ``eliminate``'s."""
-    check_tau(tau)
+    manifold ``basis`` of its task at the loss budget ``tau``; ``detect_curve``'s arguments."""
+    return detect_curve(params, basis, batch, (tau,), **kwargs)[0]
+
+
+def detect_curve(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch,
+                 taus: Sequence[float], *, eval_batch: Batch | None = None,
+                 exact_max: int = 512, screen: int = 32, refresh: int = 16,
+                 bulk_fraction: float = 0.25, chunk: int = 16, overshoot: int = 0,
+                 curve_points: int = 48, attn_scale: float | None = None,
+                 cost_bulk: float = 0.0, causal: bool = False) -> list[Detection]:
+    """One ``Detection`` per budget in ``taus``; ``batch`` drives the elimination, ``eval_batch``
+    (default ``batch``) the reported accuracies (``accuracy['selection_*']``: the same on
+    ``batch``). ``causal``: the model's attention mask; other keyword arguments: ``eliminate``'s.
+
+    Exact greedy (``basis.size <= exact_max``): one elimination at the loosest budget, stopped
+    at each tighter one (``Elimination.at_budget``: the greedy removals do not depend on the
+    budget, only where they stop; the same kept sets as one run per budget). Above
+    ``exact_max`` the bulk passes spend fractions of the budget, so the path depends on it: one
+    elimination per budget, every one on the same compiled programs."""
+    for tau in taus:
+        check_tau(tau)
     eff = ex.effective_weights(params, attn_scale)
     ex.check_shapes(eff, basis.frame)
     deviations = ex.check_assumptions(eff, basis.frame)
@@ -184,36 +201,54 @@ def detect(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch, tau: fl
         warnings.warn(f"model is outside the IMIR assumptions ({'; '.join(deviations)}): the "
                       f"manifold explains {explained['total']:.3f} of its KQ/unembedding "
                       "weights' squared norm; the circuit found is that of its projection",
-                      ManifoldWarning, stacklevel=2)
+                      ManifoldWarning, stacklevel=3)
     loss, _, path_fn = model_fns(basis, causal)
-    elim = eliminate(loss, theta, tau, args=(batch,), size=np.abs(np.asarray(theta)) * coord_norms(basis),
-                     exact_max=exact_max, screen=screen, refresh=refresh,
-                     bulk_fraction=bulk_fraction, chunk=chunk, overshoot=overshoot,
-                     staged=staged_loss(basis, causal), cost_bulk=cost_bulk)
+    kw = dict(args=(batch,), size=np.abs(np.asarray(theta)) * coord_norms(basis),
+              exact_max=exact_max, screen=screen, refresh=refresh, bulk_fraction=bulk_fraction,
+              chunk=chunk, overshoot=overshoot, staged=staged_loss(basis, causal),
+              cost_bulk=cost_bulk)
+    if basis.size <= exact_max:
+        top = eliminate(loss, theta, max(taus), **kw)
+        elims = [top.at_budget(top.loss_start + tau) for tau in taus]
+    else:
+        elims = [eliminate(loss, theta, tau, **kw) for tau in taus]
+    eval_batch = batch if eval_batch is None else eval_batch
+    full = {"full": effective_accuracy(eff, basis, eval_batch, causal),
+            "selection_full": effective_accuracy(eff, basis, batch, causal)}
+    base = dict(names=tuple(basis.names()), theta=np.asarray(theta), explained=explained,
+                deviations=tuple(deviations),
+                abgd=(basis.frame.n_layers, basis.frame.n_heads) == (2, 1))
+    return [_named(basis, elim, base, full, path_fn, (batch, eval_batch), curve_points, causal)
+            for elim in elims]
+
+
+def _named(basis: Basis, elim: Elimination, base: dict, full: dict, path_fn, batches: tuple,
+           curve_points: int, causal: bool) -> Detection:
+    """The kept set's units, kinds, circuits and accuracies (``detect_curve``)."""
+    batch, eval_batch = batches
     kept_units = cc.units(basis, np.flatnonzero(elim.kept))
     kinds = cc.classify(kept_units, basis.frame.n_pos, causal)
     circs, unread = cc.circuits(basis, kept_units, causal)
     n = basis.size
     canon = cc.mask_of(kept_units, n, [u for u, k in kinds.items() if k != "helper"])
-    eval_batch = batch if eval_batch is None else eval_batch
-    masks = np.stack([np.ones(n, bool), elim.kept, canon])
+    masks = jnp.asarray(np.stack([np.ones(n, bool), elim.kept, canon]), jnp.float32)
     # the path: every removal when short, else evenly spaced points (and the stopping point)
     steps = np.unique(np.concatenate([
         np.linspace(0, len(elim.order), min(curve_points, len(elim.order) + 1)).round(),
         [elim.n_accepted]]).astype(int))
     path = np.stack([elim.mask_after(int(k)) for k in steps])
-    th = jnp.asarray(theta)
-    _, accs = path_fn(th, jnp.asarray(masks, jnp.float32), eval_batch)
+    th = jnp.asarray(base["theta"])
+    _, accs = path_fn(th, masks, eval_batch)
+    _, sel = path_fn(th, masks[1:2], batch)
     p_loss, p_acc = path_fn(th, jnp.asarray(path, jnp.float32), eval_batch)
-    accuracy = {"full": effective_accuracy(eff, basis, eval_batch, causal),
-                "projected": float(accs[0]), "circuit": float(accs[1]),
-                "canonical": float(accs[2])}
+    accuracy = {**full, "projected": float(accs[0]), "circuit": float(accs[1]),
+                "canonical": float(accs[2]), "selection_circuit": float(sel[0])}
     curve = {"n_kept": n - steps, "loss": np.asarray(p_loss), "acc": np.asarray(p_acc),
              "accepted": steps <= elim.n_accepted}
-    return Detection(tuple(basis.names()), np.asarray(theta), explained, tuple(deviations), elim,
-                     tuple(kept_units), kinds, tuple(circs), tuple(unread), accuracy, curve,
-                     abgd=(basis.frame.n_layers, basis.frame.n_heads) == (2, 1),
-                     what=cc.describe(kept_units, basis.frame.n_pos, causal))
+    return Detection(elimination=elim, units=tuple(kept_units), kinds=kinds,
+                     circuits=tuple(circs), unread=tuple(unread), accuracy=accuracy,
+                     curve=curve, what=cc.describe(kept_units, basis.frame.n_pos, causal),
+                     **base)
 
 
 def report(det: Detection) -> dict:
@@ -237,6 +272,8 @@ def report(det: Detection) -> dict:
         "acc/full": det.accuracy["full"], "acc/projected": det.accuracy["projected"],
         "acc/circuit": det.accuracy["circuit"],
         "acc/circuit_without_helpers": det.accuracy["canonical"],
+        "acc_selection/full": det.accuracy["selection_full"],
+        "acc_selection/circuit": det.accuracy["selection_circuit"],
         "loss/projected": det.elimination.loss_start, "loss/budget": det.elimination.budget,
         "n_loss_evals": det.elimination.n_evals,
     }

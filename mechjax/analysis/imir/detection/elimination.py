@@ -73,6 +73,22 @@ class Elimination:
         mask[self.order[:n_removed]] = False
         return mask
 
+    def at_budget(self, budget: float) -> "Elimination":
+        """The same path stopped at a tighter ``budget`` (<= ``self.budget``): before the first
+        removal whose loss exceeds it. Exact for a plain greedy path (every step on a full
+        table: no bulk pass, no screening), whose removals do not depend on the budget, only
+        where it stops; a path with bulk removals (NaN losses) is refused."""
+        if budget > self.budget:
+            raise ValueError(f"budget={budget!r} is looser than this path's {self.budget!r}: "
+                             "the path was not followed that far")
+        if np.isnan(self.loss_after[: self.n_accepted]).any():
+            raise ValueError("the path has bulk removals (losses known only at their end): "
+                             "eliminate again at this budget instead")
+        over = np.flatnonzero(self.loss_after[: self.n_accepted] > budget)
+        n_acc = int(over[0]) if over.size else self.n_accepted
+        return dataclasses.replace(self, kept=self.mask_after(n_acc), n_accepted=n_acc,
+                                   budget=budget)
+
 
 _JITTED: "weakref.WeakKeyDictionary[Callable, tuple]" = weakref.WeakKeyDictionary()
 

@@ -119,10 +119,18 @@ class Roles:
             self.what[u.name] = "token match"
 
     def _type_head(self, h: Head) -> None:
-        if h in self.looks or h not in self.pos_units:
+        if h not in self.pos_units:
             return
         nets = {self.net[u.name] for u in self.pos_units[h]}
         nonzero = nets - {0}
+        if h in self.looks:
+            # a shift with a same-token bias (every token score compares the tokens at the
+            # same offset, a == b) is a position head; the bias is a helper. A look-up with a
+            # shift elsewhere (a != b) or no shift at all stays a look-up.
+            if len(nonzero) != 1 or any(a != b for _, a, b in self.looks[h]):
+                return
+            for u, _, _ in self.looks.pop(h):
+                self.what[u.name] = "same-token bias of a position head"
         if len(nonzero) <= 1:
             self.offset[h] = nonzero.pop() if nonzero else 0
 
