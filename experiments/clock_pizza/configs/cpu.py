@@ -5,6 +5,7 @@ half the pairs grok at 2062 +- 490; with 70% of them for training, sooner)."""
 import ml_collections
 
 from experiments.quickstart.configs import cpu as quickstart
+from mechjax.analysis import clock_pizza as cp
 
 
 def get_config() -> ml_collections.ConfigDict:
@@ -16,8 +17,8 @@ def get_config() -> ml_collections.ConfigDict:
     config.chunk_evals = 8
     config.grok_threshold = 0.99
     config.n_triples = 100
-    config.pizza_min_grad_sym = 0.9
-    config.clock_min_dist_irr = 0.5
+    config.pizza_min_grad_sym = cp.PIZZA_MIN_GRAD_SYM
+    config.clock_min_dist_irr = cp.CLOCK_MIN_DIST_IRR
 
     config.task = ml_collections.ConfigDict()
     config.task.p = base.task.p
