@@ -87,4 +87,8 @@ def test_bad_rate_refused_before_training(tmp_path):
     config.attn_rates = (0.5, 1.5)
     with pytest.raises(ConfigError, match="attn_rates"):
         job.run(config, str(tmp_path / "bad"))
+    config = tiny.get_config()
+    config.attn_mixing = "one"  # the paper's is "ones"
+    with pytest.raises(ConfigError, match="attn_mixing='one'"):
+        job.run(config, str(tmp_path / "bad"))
     assert not (tmp_path / "bad").exists()

@@ -41,7 +41,8 @@ def build(config):
     model_values = experiment.as_dict(config.model)
     model_values.update(d_vocab=config.task.p, d_vocab_out=config.task.p, n_ctx=2)
     trainer = attention_rate.RateTrainer(task, experiment.model_config(model_values),
-                                         experiment.train_config(config.train))
+                                         experiment.train_config(config.train),
+                                         mixing=config.attn_mixing)
     hparams = dict(experiment.as_dict(config.hparams), attn_rate=rates)
     trainer.default_hparams(**{k: v for k, v in hparams.items() if k != "attn_rate"})  # checks
     return trainer, hparams, experiment.seeds(config)
@@ -51,9 +52,10 @@ def measure_rate(config, run: runs.Run, grid: int, rate: float, inputs) -> dict[
     """Both diagnostics of every seed at every snapshot of one rate, each seed's algorithm at
     the final step (``"not learned"`` below ``grok_threshold`` test accuracy) and its final ACE
     core on the held-out pairs ``inputs`` (core dimension, rotational modes)."""
-    table = sa.measure_table(run, cp.measures(rate, config.n_triples), grid=grid)
+    mixing = config.attn_mixing
+    table = sa.measure_table(run, cp.measures(rate, config.n_triples, mixing=mixing), grid=grid)
     core = rate_core.core_stats_at_rate(run.stacked_params(None, grid), inputs, run.model_cfg,
-                                        rate)
+                                        rate, mixing=mixing)
     gs, di = table["clock_pizza/grad_sym"][:, -1], table["clock_pizza/dist_irr"][:, -1]
     acc = run.metrics_at(grid)["acc/test"][:, -1]
     learned = acc >= config.grok_threshold
@@ -83,6 +85,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
                 for g, r in enumerate(hparams["attn_rate"])]
     tables = [rate.pop("table") for rate in per_rate]
     summary = {"n_seeds": len(seeds), "seeds": seeds, "steps_saved": saved.steps_saved,
+               "attn_mixing": config.attn_mixing,
                "per_rate": per_rate, "cores_by_algorithm": cores_by_algorithm(per_rate)}
     if jax.process_index() == 0:
         write_npz(os.path.join(workdir, "table.npz"),

@@ -1,8 +1,9 @@
 """The clock_pizza config: every key, what it means and what it allows (``configs/*.py`` give
 values; see ``mechjax.config_schema``)."""
 from mechjax.config import ModelConfig
-from mechjax.config_schema import (SEEDS, DataclassSection, Schema, Section, fraction, hparams,
-                                   integer, number, sequence)
+from mechjax.attention_mix import MIXINGS
+from mechjax.config_schema import (SEEDS, DataclassSection, Schema, Section, choice, fraction,
+                                   hparams, integer, number, sequence)
 from mechjax.train import TrainConfig
 
 SCHEMA = Schema(
@@ -10,6 +11,9 @@ SCHEMA = Schema(
     **SEEDS,
     attn_rates=sequence(number(ge=0.0, le=1.0), "attention rates trained (1: softmax attention, "
                         "0: uniform), each with every seed, as one compiled grid", distinct=True),
+    attn_mixing=choice(MIXINGS, "what rate 0 attends with: 'uniform' (ours; 1 / n_keys, rows sum "
+                       "to one) or 'ones' (the paper's code: the all-ones matrix)",
+                       default="uniform"),
     chunk_evals=integer("evaluations per compiled call (one parameter snapshot each)"),
     grok_threshold=fraction("test accuracy from which a seed counts as having learned the task "
                             "(only those are called clock or pizza)"),
