@@ -92,3 +92,25 @@ def test_bad_rate_refused_before_training(tmp_path):
     with pytest.raises(ConfigError, match="attn_mixing='one'"):
         job.run(config, str(tmp_path / "bad"))
     assert not (tmp_path / "bad").exists()
+
+
+def test_saved_run_mode_measures_without_training(tiny_run, tmp_path):
+    """``--run=RUN`` reads a saved run (here the tiny job's own) and measures each grid point at
+    the rate it trained with (the ``attn_rate`` hyperparameter): the per-seed values the
+    training job reported, with nothing trained (no checkpoints written)."""
+    wd, summary = tiny_run
+    config = tiny.get_config()
+    config.run = str(wd)
+    out = job.run(config, str(tmp_path / "m"))
+    assert list(out["sweeps"]) == ["."] and out["attn_mixing"] == "uniform"
+    for r, m in zip(summary["per_rate"], out["sweeps"]["."]["per_grid"]):
+        assert m["attn_rate"] == r["attn_rate"]
+        assert m["algorithm"] == r["algorithm"]
+        for key in ("acc/test", "grad_sym", "dist_irr"):
+            np.testing.assert_allclose(m[key], r[key], atol=1e-6, err_msg=key)
+    assert not (tmp_path / "m" / "checkpoints").exists()
+    assert "grad_sym" in job.format_summary(out)
+    config.run = str(tmp_path / "empty")
+    with pytest.raises(ConfigError, match="holds no sweep"):
+        job.run(config, str(tmp_path / "m2"))
+    assert not (tmp_path / "m2").exists()

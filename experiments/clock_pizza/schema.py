@@ -3,11 +3,17 @@ values; see ``mechjax.config_schema``)."""
 from mechjax.config import ModelConfig
 from mechjax.attention_mix import MIXINGS
 from mechjax.config_schema import (SEEDS, DataclassSection, Schema, Section, choice, fraction,
-                                   hparams, integer, number, sequence)
+                                   hparams, integer, number, sequence, text)
 from mechjax.train import TrainConfig
+
+# short flag of __main__ (mechjax.experiment.run_cli aliases): --run=RUN is --config.run=RUN
+ALIASES = {"run": "run"}
 
 SCHEMA = Schema(
     "clock_pizza",
+    run=text("a saved run to measure instead of training (any workdir of [a, b] -> a + b models: "
+             "quickstart, ace_grokking, clock_pizza; every sweep in it, read only; the training "
+             "keys are then unused); '' = train; alias --run", default=""),
     **SEEDS,
     attn_rates=sequence(number(ge=0.0, le=1.0), "attention rates trained (1: softmax attention, "
                         "0: uniform), each with every seed, as one compiled grid", distinct=True),
