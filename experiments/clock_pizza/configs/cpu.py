@@ -13,6 +13,7 @@ def get_config() -> ml_collections.ConfigDict:
     config = ml_collections.ConfigDict()
     config.n_seeds = 8
     config.seed_offset = 0
+    config.run = ""  # --run=RUN: measure that saved run instead of training (saved.py)
     config.attn_rates = (0.0, 0.5, 1.0)
     config.attn_mixing = "uniform"  # or "ones": the paper's all-ones matrix (attention_mix)
     config.chunk_evals = 8
