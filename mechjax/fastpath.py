@@ -15,23 +15,18 @@ full ``mechjax.model.forward``, with and without dropout. Two shortcuts:
 
 Dropout draws the full forward's masks (same keys, same shapes) and keeps the read row, so a
 training step is the one ``forward`` would take, not merely one with the same statistics.
-``attn_rate`` mixes every pattern with uniform attention as ``mechjax.attention_rate`` does.
+``attn_rate`` mixes every pattern towards a constant one (``attn_mixing``: ``"uniform"`` or the
+paper's ``"ones"``, ``mechjax.attention_mix``) as ``mechjax.attention_rate`` does.
 """
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 
+from mechjax.attention_mix import Rate, mix, rate_hook
 from mechjax.config import ModelConfig
 from mechjax.model import (DropFn, Params, _dropout, _identity_hook, _layer_norm, _split,
-                           _sublayer, block, embed, mlp, unembed, uniform_pattern)
-
-Rate = "jax.Array | float | None"
-
-
-def _mix(pattern: jax.Array, rate: Rate, uniform: jax.Array | float) -> jax.Array:
-    """``rate * pattern + (1 - rate) * uniform``; ``rate=None`` leaves the softmax as it is."""
-    return pattern if rate is None else rate * pattern + (1.0 - rate) * uniform
+                           _sublayer, block, embed, mlp, unembed)
 
 
 def applies(cfg: ModelConfig, dropout_active: bool = False) -> bool:
@@ -51,7 +46,8 @@ def _table(params: Params, w: jax.Array, tokens: jax.Array, cfg: ModelConfig) ->
 
 
 def _first_attention(params: Params, tokens: jax.Array, cfg: ModelConfig,
-                     key: jax.Array | None = None, rate: Rate = None) -> jax.Array:
+                     key: jax.Array | None = None, rate: Rate = None,
+                     mixing: str = "uniform") -> jax.Array:
     """Layer-0 attention output ``[b, p, d]`` from embedding tables (``key``: pattern dropout)."""
     pre = "blocks.0.attn."
     w_vo = jnp.einsum("hde,hef->hdf", params[pre + "W_V"], params[pre + "W_O"])
@@ -65,7 +61,7 @@ def _first_attention(params: Params, tokens: jax.Array, cfg: ModelConfig,
     n_pos = tokens.shape[1]
     if cfg.causal:
         scores = jnp.where(jnp.tril(jnp.ones((n_pos, n_pos), bool)), scores, -jnp.inf)
-    pattern = _mix(jax.nn.softmax(scores, axis=-1), rate, uniform_pattern(scores.shape, cfg.causal))
+    pattern = mix(jax.nn.softmax(scores, axis=-1), rate, cfg.causal, mixing)
     pattern = _dropout(pattern, cfg.dropout, key)
     out = jnp.einsum("bhqk,bkhd->bqd", pattern, vo)  # b_V rides in vo: exact under dropout too
     return out + params[pre + "b_O"] if cfg.use_bias else out
@@ -83,7 +79,8 @@ def _row_of(full_shape: tuple[int, ...], axis: int, index: int) -> DropFn:
 
 
 def _last_layer_at(params: Params, layer: int, x: jax.Array, position: int, cfg: ModelConfig,
-                   key: jax.Array | None = None, rate: Rate = None) -> jax.Array:
+                   key: jax.Array | None = None, rate: Rate = None,
+                   mixing: str = "uniform") -> jax.Array:
     """Residual after ``layer`` at one position ``[b, d]``, from its input ``x [b, p, d]``."""
     pre = f"blocks.{layer}."
     k_attn, k_attn_out, k_mlp, k_mlp_out = _split(key, 4)
@@ -98,7 +95,7 @@ def _last_layer_at(params: Params, layer: int, x: jax.Array, position: int, cfg:
         q = q + params[pre + "attn.b_Q"]  # b_K adds the same score to every key: softmax ignores it
     u = jnp.einsum("bhe,hde->bhd", q, params[pre + "attn.W_K"])
     pattern = jax.nn.softmax(jnp.einsum("bhd,bkd->bhk", u, keys) / cfg.scale, axis=-1)
-    pattern = _mix(pattern, rate, 1.0 / n_keys)  # the keys are the allowed ones already
+    pattern = mix(pattern, rate, False, mixing)  # the keys are the allowed ones already
     dropping = k_attn is not None and cfg.dropout > 0.0
     if dropping:
         pattern_drop = _row_of((batch, cfg.n_heads, n_pos, n_pos), 2, position)
@@ -107,7 +104,8 @@ def _last_layer_at(params: Params, layer: int, x: jax.Array, position: int, cfg:
     mixed = jnp.einsum("bhk,bkd->bhd", pattern, keys)
     w_vo = jnp.einsum("hde,hef->hdf", params[pre + "attn.W_V"], params[pre + "attn.W_O"])
     out = jnp.einsum("bhd,hdf->bf", mixed, w_vo)
-    if cfg.use_bias and dropping:  # b_V enters weighted by each row's dropped-out pattern mass
+    if cfg.use_bias and (dropping or (rate is not None and mixing == "ones")):
+        # b_V enters weighted by each row's pattern mass (dropped out, or the ones mixing's)
         b_vo = jnp.einsum("he,hed->hd", params[pre + "attn.b_V"], params[pre + "attn.W_O"])
         out = out + jnp.einsum("bh,hd->bd", pattern.sum(-1), b_vo) + params[pre + "attn.b_O"]
     elif cfg.use_bias:  # rows of the pattern sum to one, so b_V passes through unchanged
@@ -133,12 +131,14 @@ def _add_and_norm(params: Params, ln: str, resid: jax.Array, out: jax.Array,
 
 
 def readout_logits(params: Params, tokens: jax.Array, cfg: ModelConfig, position: int,
-                   key: jax.Array | None = None, attn_rate: Rate = None) -> jax.Array:
+                   key: jax.Array | None = None, attn_rate: Rate = None,
+                   attn_mixing: str = "uniform") -> jax.Array:
     """Logits ``[b, d_vocab_out]`` at ``position`` (static int, may be negative).
 
     Equal to ``forward(params, tokens, cfg, key=key)[:, position]`` whenever ``applies(cfg)``
     (``key``: dropout on, with the same masks as ``forward``); with ``attn_rate``, to
-    ``attention_rate.forward(params, tokens, cfg, attn_rate, key)[:, position]``.
+    ``attention_rate.forward(params, tokens, cfg, attn_rate, key,
+    mixing=attn_mixing)[:, position]``.
     """
     if not applies(cfg):
         raise ValueError("fast readout needs separate Q/K/V/O matrices (not merged_kq/merged_ov)")
@@ -147,30 +147,23 @@ def readout_logits(params: Params, tokens: jax.Array, cfg: ModelConfig, position
     last = cfg.n_layers - 1
     keys = _split(key, cfg.n_layers)
     x = embed(params, tokens, cfg, _identity_hook)
-    hook = _identity_hook if attn_rate is None else rate_hook(attn_rate, cfg)
+    hook = _identity_hook if attn_rate is None else rate_hook(attn_rate, cfg, attn_mixing)
     for layer in range(last):
         if layer == 0 and cfg.normalization != "pre":
-            x = _first_block(params, tokens, x, cfg, keys[0], attn_rate)
+            x = _first_block(params, tokens, x, cfg, keys[0], attn_rate, attn_mixing)
         else:
             x = block(params, layer, x, cfg, hook, keys[layer])
-    resid = _last_layer_at(params, last, x, position, cfg, keys[last], attn_rate)
+    resid = _last_layer_at(params, last, x, position, cfg, keys[last], attn_rate, attn_mixing)
     return unembed(params, resid, cfg, _identity_hook)
 
 
-def rate_hook(rate: Rate, cfg: ModelConfig):
-    """A ``forward`` hook mixing every attention pattern with uniform attention at ``rate``."""
-    def hook(name: str, x: jax.Array) -> jax.Array:
-        return _mix(x, rate, uniform_pattern(x.shape, cfg.causal)) \
-            if name.endswith("attn.hook_pattern") else x
-    return hook
-
-
 def _first_block(params: Params, tokens: jax.Array, x: jax.Array, cfg: ModelConfig,
-                 key: jax.Array | None, rate: Rate = None) -> jax.Array:
+                 key: jax.Array | None, rate: Rate = None, mixing: str = "uniform") -> jax.Array:
     """``model.block`` for layer 0 with its attention read from embedding tables."""
     k_attn, k_attn_out, k_mlp, k_mlp_out = _split(key, 4)
     x = _sublayer(params, "blocks.0.", "ln1.", "attn", x, cfg, _identity_hook,
-                  lambda _: _first_attention(params, tokens, cfg, k_attn, rate), k_attn_out)
+                  lambda _: _first_attention(params, tokens, cfg, k_attn, rate, mixing),
+                  k_attn_out)
     if cfg.has_mlp(0):
         x = _sublayer(params, "blocks.0.", "ln2.", "mlp", x, cfg, _identity_hook,
                       lambda h: mlp(params, 0, h, cfg, _identity_hook, k_mlp), k_mlp_out)

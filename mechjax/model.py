@@ -152,15 +152,6 @@ def _split(key: jax.Array | None, n: int) -> list[jax.Array | None]:
     return [None] * n if key is None else list(jax.random.split(key, n))
 
 
-def uniform_pattern(shape: tuple[int, ...], causal: bool) -> jax.Array:
-    """``[..., q, k]`` uniform attention: ``1 / n_keys`` (causal: over the keys ``<= q``)."""
-    n_q, n_k = shape[-2], shape[-1]
-    if not causal:
-        return jnp.full(shape, 1.0 / n_k, jnp.float32)
-    allowed = jnp.tril(jnp.ones((n_q, n_k), jnp.float32))
-    return jnp.broadcast_to(allowed / allowed.sum(-1, keepdims=True), shape)
-
-
 def attention(params: Params, layer: int, x: jax.Array, cfg: ModelConfig, hook: HookFn,
               key: jax.Array | None = None) -> jax.Array:
     """Multi-head attention of one layer. ``x [b, p, d]`` -> ``attn_out [b, p, d]``."""

@@ -11,6 +11,8 @@ import pytest
 from conftest import assert_refused_before_writing, run_and_read, run_watched
 from experiments.ace_grokking import run, so_far
 from experiments.ace_grokking.configs import tiny
+from experiments.clock_pizza import run as clock_pizza_job
+from experiments.clock_pizza.configs import tiny as clock_pizza_tiny
 from mechjax.analysis.seeds import STAT_KEYS
 from mechjax.config import ConfigError
 from mechjax.snapshots import snapshot_path
@@ -78,6 +80,17 @@ def test_tiny_groks_and_its_core_is_sufficient_and_necessary_then_resumes(tmp_pa
                          None) for i in range(n)]
         assert grok == expected
     assert "grok_epoch" in run.format_summary(summary)
+
+    # Zhong et al.'s diagnostics on this saved run, nothing retrained (experiments.clock_pizza
+    # --run): the grokked post-LN models are clocks in both branches (measured: symmetricity
+    # -0.45 to -0.08, distance irrelevance 0.96-0.99).
+    cp_config = clock_pizza_tiny.get_config()
+    cp_config.run = workdir
+    cp = clock_pizza_job.run(cp_config, str(tmp_path / "clock_pizza"))
+    assert sorted(cp["sweeps"]) == ["checkpoints/wd0", "checkpoints/wd1"]
+    for sweep in cp["sweeps"].values():
+        (final,) = sweep["per_grid"]
+        assert final["attn_rate"] == 1.0 and final["algorithm"] == ["clock"] * n, final
 
     # A second call resumes both branches from their final checkpoints (no chunk is trained
     # again: a deterministic retrain would also give the same summary, so read the log).

@@ -6,6 +6,9 @@ Data flow: config -> ``RateTrainer`` (``mechjax.attention_rate``) -> ``run_sweep
 ``attn_rate`` (parameters saved every chunk) -> ``runs.open`` -> ``seed_atlas.measure_table`` of
 ``clock_pizza.measures(rate)`` per grid point -> ``classify`` at the final step ->
 ``workdir/{summary.json, table.npz, figures/clock_pizza.png}``.
+
+With ``run`` set (``--run=RUN``) nothing is trained: ``experiments.clock_pizza.saved`` measures
+every sweep of that saved run (a quickstart, ace_grokking or clock_pizza workdir) instead.
 """
 from __future__ import annotations
 
@@ -16,10 +19,8 @@ import jax
 import numpy as np
 
 from mechjax import attention_rate, experiment, runs
-from mechjax.analysis import clock_pizza as cp
 from mechjax.analysis import grokking_core, rate_core
 from mechjax.analysis.seeds import seed_stats
-from mechjax.analysis import seed_atlas as sa
 from mechjax.io import write_json, write_npz
 from mechjax.plots import clock_pizza as cp_plots
 from mechjax.plots.save import save_figure
@@ -27,10 +28,9 @@ from mechjax.snapshots import SnapshotPolicy
 from mechjax.sweep import log, run_sweep
 from mechjax.tasks import modular
 
+from experiments.clock_pizza import saved as saved_runs
+from experiments.clock_pizza.saved import ALGORITHMS
 from experiments.clock_pizza.schema import SCHEMA
-
-ALGORITHMS = ("clock", "pizza", "mixed")
-
 
 def build(config):
     """The trainer, the hyperparameter grid (``attn_rate`` the grid axis) and the seeds."""
@@ -41,36 +41,28 @@ def build(config):
     model_values = experiment.as_dict(config.model)
     model_values.update(d_vocab=config.task.p, d_vocab_out=config.task.p, n_ctx=2)
     trainer = attention_rate.RateTrainer(task, experiment.model_config(model_values),
-                                         experiment.train_config(config.train))
+                                         experiment.train_config(config.train),
+                                         mixing=config.attn_mixing)
     hparams = dict(experiment.as_dict(config.hparams), attn_rate=rates)
     trainer.default_hparams(**{k: v for k, v in hparams.items() if k != "attn_rate"})  # checks
     return trainer, hparams, experiment.seeds(config)
 
 
 def measure_rate(config, run: runs.Run, grid: int, rate: float, inputs) -> dict[str, Any]:
-    """Both diagnostics of every seed at every snapshot of one rate, each seed's algorithm at
-    the final step (``"not learned"`` below ``grok_threshold`` test accuracy) and its final ACE
-    core on the held-out pairs ``inputs`` (core dimension, rotational modes)."""
-    table = sa.measure_table(run, cp.measures(rate, config.n_triples), grid=grid)
+    """``diagnose`` of one rate plus each seed's final ACE core on the held-out pairs ``inputs``
+    (core dimension, rotational modes)."""
+    out = saved_runs.diagnose(config, run, grid, rate, config.attn_mixing)
     core = rate_core.core_stats_at_rate(run.stacked_params(None, grid), inputs, run.model_cfg,
-                                        rate)
-    gs, di = table["clock_pizza/grad_sym"][:, -1], table["clock_pizza/dist_irr"][:, -1]
-    acc = run.metrics_at(grid)["acc/test"][:, -1]
-    learned = acc >= config.grok_threshold
-    algo = np.where(learned, cp.classify(gs, di, config.pizza_min_grad_sym,
-                                         config.clock_min_dist_irr), "not learned")
-    n = int(learned.sum())
-    return {"attn_rate": rate, "acc/test": acc.tolist(), "grad_sym": gs.tolist(),
-            "dist_irr": di.tolist(), "algorithm": algo.tolist(), "n_learned": n,
-            "ace/core_dim": core["core_dim"].tolist(),
-            "ace/n_rotational": core["n_rotational"].tolist(),
-            "fraction": {a: (float(np.mean(algo[learned] == a)) if n else None)
-                         for a in ALGORITHMS},
-            "table": table}
+                                        rate, mixing=config.attn_mixing)
+    out.update({"ace/core_dim": core["core_dim"].tolist(),
+                "ace/n_rotational": core["n_rotational"].tolist()})
+    return out
 
 
 def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     config = SCHEMA.validate(config)
+    if config.run:
+        return saved_runs.run(config, workdir, overwrite)
     trainer, hparams, seeds = build(config)
     experiment.start(workdir, config, overwrite)
     log(f"clock_pizza: {len(seeds)} seeds x {len(hparams['attn_rate'])} attention rates of "
@@ -83,6 +75,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
                 for g, r in enumerate(hparams["attn_rate"])]
     tables = [rate.pop("table") for rate in per_rate]
     summary = {"n_seeds": len(seeds), "seeds": seeds, "steps_saved": saved.steps_saved,
+               "attn_mixing": config.attn_mixing,
                "per_rate": per_rate, "cores_by_algorithm": cores_by_algorithm(per_rate)}
     if jax.process_index() == 0:
         write_npz(os.path.join(workdir, "table.npz"),
@@ -107,6 +100,8 @@ def cores_by_algorithm(per_rate) -> dict[str, dict[str, Any]]:
 
 
 def format_summary(summary: dict[str, Any]) -> str:
+    if "sweeps" in summary:
+        return saved_runs.format_summary(summary)
     lines = [f"{'rate':>6s} {'learned':>8s} {'clock':>6s} {'pizza':>6s} {'mixed':>6s} "
              f"{'grad_sym':>9s} {'dist_irr':>9s} {'core_dim':>9s}  (medians over seeds)"]
     for r in summary["per_rate"]:

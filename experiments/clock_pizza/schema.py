@@ -1,15 +1,25 @@
 """The clock_pizza config: every key, what it means and what it allows (``configs/*.py`` give
 values; see ``mechjax.config_schema``)."""
 from mechjax.config import ModelConfig
-from mechjax.config_schema import (SEEDS, DataclassSection, Schema, Section, fraction, hparams,
-                                   integer, number, sequence)
+from mechjax.attention_mix import MIXINGS
+from mechjax.config_schema import (SEEDS, DataclassSection, Schema, Section, choice, fraction,
+                                   hparams, integer, number, sequence, text)
 from mechjax.train import TrainConfig
+
+# short flag of __main__ (mechjax.experiment.run_cli aliases): --run=RUN is --config.run=RUN
+ALIASES = {"run": "run"}
 
 SCHEMA = Schema(
     "clock_pizza",
+    run=text("a saved run to measure instead of training (any workdir of [a, b] -> a + b models: "
+             "quickstart, ace_grokking, clock_pizza; every sweep in it, read only; the training "
+             "keys are then unused); '' = train; alias --run", default=""),
     **SEEDS,
     attn_rates=sequence(number(ge=0.0, le=1.0), "attention rates trained (1: softmax attention, "
                         "0: uniform), each with every seed, as one compiled grid", distinct=True),
+    attn_mixing=choice(MIXINGS, "what rate 0 attends with: 'uniform' (ours; 1 / n_keys, rows sum "
+                       "to one) or 'ones' (the paper's code: the all-ones matrix)",
+                       default="uniform"),
     chunk_evals=integer("evaluations per compiled call (one parameter snapshot each)"),
     grok_threshold=fraction("test accuracy from which a seed counts as having learned the task "
                             "(only those are called clock or pizza)"),

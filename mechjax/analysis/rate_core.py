@@ -19,20 +19,23 @@ from mechjax.analysis import ace, grokking_core
 from mechjax.config import ModelConfig
 
 
-def resid_at(params, tokens: jax.Array, cfg: ModelConfig, rate, hook_name: str) -> jax.Array:
-    """``[N, d_model]``: the activation at ``hook_name``, last position, at attention ``rate``."""
+def resid_at(params, tokens: jax.Array, cfg: ModelConfig, rate, hook_name: str,
+             mixing: str = "uniform") -> jax.Array:
+    """``[N, d_model]``: the activation at ``hook_name``, last position, at attention ``rate``
+    (``mixing``: ``mechjax.attention_mix``)."""
     seen = {}
 
     def keep(name, x):
         if name == hook_name:
             seen["h"] = x
         return x
-    attention_rate.forward(params, tokens, cfg, rate, hook=keep)
+    attention_rate.forward(params, tokens, cfg, rate, hook=keep, mixing=mixing)
     return seen["h"][:, -1]
 
 
 def core_stats_at_rate(stacked: Mapping[str, np.ndarray], inputs: ace.Inputs, cfg: ModelConfig,
-                       rate: float, tau: float = 0.99) -> dict[str, np.ndarray]:
+                       rate: float, tau: float = 0.99, mixing: str = "uniform"
+                       ) -> dict[str, np.ndarray]:
     """``CoreStats`` fields of every seed (``stacked``: ``{name: [n_seeds, ...]}``) as numpy
     ``{field: [n_seeds, ...]}``, read on ``inputs`` (e.g. the held-out pairs)."""
     hook = f"blocks.{cfg.n_layers - 1}.hook_resid_post"
@@ -40,7 +43,7 @@ def core_stats_at_rate(stacked: Mapping[str, np.ndarray], inputs: ace.Inputs, cf
     pipe = grokking_core.core_pipeline(tau=tau, hook_name=hook)
 
     def one(params):
-        h = resid_at(params, inputs.tokens, cfg, rate, hook)
+        h = resid_at(params, inputs.tokens, cfg, rate, hook, mixing)
         w_u, b_u = ace.unembed(params, cfg, pipe.dtype)
         return grokking_core.core_stats(ace.analyse_linear(h, inputs.labels, w_u, b_u, pipe))
 

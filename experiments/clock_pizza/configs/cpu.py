@@ -5,6 +5,7 @@ half the pairs grok at 2062 +- 490; with 70% of them for training, sooner)."""
 import ml_collections
 
 from experiments.quickstart.configs import cpu as quickstart
+from mechjax.analysis import clock_pizza as cp
 
 
 def get_config() -> ml_collections.ConfigDict:
@@ -12,12 +13,14 @@ def get_config() -> ml_collections.ConfigDict:
     config = ml_collections.ConfigDict()
     config.n_seeds = 8
     config.seed_offset = 0
+    config.run = ""  # --run=RUN: measure that saved run instead of training (saved.py)
     config.attn_rates = (0.0, 0.5, 1.0)
+    config.attn_mixing = "uniform"  # or "ones": the paper's all-ones matrix (attention_mix)
     config.chunk_evals = 8
     config.grok_threshold = 0.99
     config.n_triples = 100
-    config.pizza_min_grad_sym = 0.9
-    config.clock_min_dist_irr = 0.5
+    config.pizza_min_grad_sym = cp.PIZZA_MIN_GRAD_SYM
+    config.clock_min_dist_irr = cp.CLOCK_MIN_DIST_IRR
 
     config.task = ml_collections.ConfigDict()
     config.task.p = base.task.p
