@@ -2,8 +2,8 @@
 
 Each token is its D-dim content concatenated with a one-hot position over the ``2N + 1`` slots
 (``d_model = D + 2N + 1``). Two causal single-head attention layers, attention only, each added to
-the residual stream; then the query token's stream goes through a ReLU MLP with ``n_mlp`` hidden
-layers (Reddy: a three-layer classifier) to L logits. Reddy leaves the head width open; here the
+the residual stream (scores scaled by ``1/sqrt(d_model)``); then the query token's stream goes
+through a ReLU MLP with ``n_mlp`` hidden layers (Reddy: a three-layer classifier) to L logits. Reddy leaves the head width open; here the
 query/key/value maps are ``d_model x d_model`` (one head of full width), initialised with
 standard deviation ``init_scale / sqrt(d_model)``.
 
@@ -76,7 +76,10 @@ def _forward(params: Params, tokens: jax.Array, cfg: IclModelConfig):
     patterns = []
     for i in range(cfg.n_layers):
         q, k, v = (h @ params[f"attn{i}.W_{m}"] for m in "QKV")
-        scores = jnp.where(mask, q @ jnp.swapaxes(k, 1, 2), -jnp.inf)
+        # Scores scaled by 1/sqrt(d_model), as in standard attention: unscaled, Adam at lr 1e-2
+        # sent the scores' logits up until training diverged (BUILD_NOTES, issue 27 items 3-4).
+        scores = q @ jnp.swapaxes(k, 1, 2) / jnp.sqrt(jnp.asarray(h.shape[-1], h.dtype))
+        scores = jnp.where(mask, scores, -jnp.inf)
         att = jax.nn.softmax(scores, axis=-1)
         patterns.append(att)
         h = h + att @ v

@@ -25,10 +25,25 @@ def test_burstiness_count_matches_spec():
     out = _train_over_b(jax.random.PRNGKey(0), bs)
     same = np.asarray(out["ctx_classes"] == out["query_class"][..., None]).sum(-1)  # [nb, b]
     for i, b in enumerate([0, 2, 4, 8]):
-        # B planted copies plus chance hits among N - B uniform draws over K = 16 classes.
+        # The query's B items plus chance hits: each of the other N/B classes (N for B = 0) is
+        # the query's class with probability 1/K = 1/16 and brings max(B, 1) items.
         expect = b + (8 - b) / 16
         assert same[i].min() >= b
-        assert abs(same[i].mean() - expect) < 4 * np.sqrt((8 - b) / 16 / BATCH) + 1e-9
+        sd = np.sqrt(max(b, 1) * (8 - b) / 16 / BATCH)
+        assert abs(same[i].mean() - expect) < 4 * sd + 1e-9
+
+
+def test_bursty_context_has_every_class_b_times():
+    # Reddy's layout: N/B classes of B items each, so every context label appears a multiple of
+    # B times and the most frequent label is not the answer (no label-counting shortcut).
+    out = _train_over_b(jax.random.PRNGKey(5), jnp.array([2.0, 4.0]))
+    for i, b in enumerate([2, 4]):
+        cls = np.asarray(out["ctx_classes"][i])
+        for row in cls[:500]:
+            assert np.all(np.unique(row, return_counts=True)[1] % b == 0)
+        distinct = np.mean([len(np.unique(r)) for r in cls])
+        # N/B uniform draws over K = 16 classes (the query's among them): 16 (1 - (15/16)^(N/B))
+        assert abs(distinct - 16 * (1 - (15 / 16) ** (8 // b))) < 0.05
 
 
 def test_zipf_frequencies_match():
@@ -74,6 +89,7 @@ def test_icl_probe_novel_classes_labels_in_context():
 
 @pytest.mark.parametrize("kw, msg", [
     (dict(n_labels=4), "L=4 < N=8"), (dict(burstiness=9), "B=9 > N=8"),
+    (dict(burstiness=3), "B=3: must be 0 or divide N=8"),
     (dict(zipf=-0.5), "alpha=-0.5"), (dict(d=0), "D=0")])
 def test_bad_values_one_line_errors(kw, msg):
     with pytest.raises(ConfigError, match=msg) as e:

@@ -32,7 +32,7 @@ def sweep_spec(config, name: str) -> icl.IclSpec:
     """The task of one sweep; every grid value is checked here (ConfigError, one line)."""
     t, s = config.task, config.sweeps[name]
     spec = icl.IclSpec(d=t.d, n_ctx=t.n_ctx, n_labels=s.n_labels or t.n_labels, k_max=t.k_max,
-                       k=t.k, burstiness=t.burstiness, noise=t.noise, zipf=t.zipf,
+                       k=s.k or t.k, burstiness=t.burstiness, noise=t.noise, zipf=t.zipf,
                        data_seed=t.data_seed)
     for v in s["values"]:
         if s.knob in TASK_KNOB:
@@ -66,9 +66,11 @@ def train_sweep(config, name: str, workdir: str) -> dict[str, Any]:
             "icl": icl_acc, "iwl": iwl_acc, "traces": res.traces, "seconds": time.time() - t0}
 
 
-def sweep_summary(name: str, out: dict[str, Any]) -> dict[str, Any]:
-    """Per seed (rows) and value (columns): final ICL/IWL probe accuracy, peak ICL."""
-    return {f"{name}/values": out["values"], f"{name}/knob": out["knob"],
+def sweep_summary(name: str, out: dict[str, Any], formed: float = 0.75) -> dict[str, Any]:
+    """Per seed (rows) and value (columns): final ICL/IWL probe accuracy, peak ICL; per value:
+    seeds whose final ICL probe is at least ``formed`` (``icl_formed``)."""
+    return {f"{name}/icl_formed_seeds": (out["icl"][..., -1] >= formed).sum(0).tolist(),
+            f"{name}/values": out["values"], f"{name}/knob": out["knob"],
             f"{name}/icl_final": np.round(out["icl"][..., -1].astype(float), 3).tolist(),
             f"{name}/iwl_final": np.round(out["iwl"][..., -1].astype(float), 3).tolist(),
             f"{name}/icl_peak": np.round(out["icl"].max(-1).astype(float), 3).tolist(),
@@ -81,7 +83,7 @@ def theory_separation(config, names, arrays) -> dict[str, Any]:
     sb, formed = [], []
     for name in names:
         s = config.sweeps[name]
-        if s.knob not in TASK_KNOB:
+        if s.knob not in TASK_KNOB or s.n_labels:  # L = N: the map has no counterpart
             continue
         spec = sweep_spec(config, name)
         for j, v in enumerate(s["values"]):
@@ -109,7 +111,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     arrays = {}
     for name in names:
         out = train_sweep(config, name, workdir)
-        summary.update(sweep_summary(name, out))
+        summary.update(sweep_summary(name, out, config.icl_formed))
         arrays.update({f"{name}/icl": out["icl"], f"{name}/iwl": out["iwl"],
                        f"{name}/values": np.asarray(out["values"]), f"{name}/steps": out["steps"]})
         save_figure(knob_figure(out["values"], out["icl"][..., -1], out["iwl"][..., -1],

@@ -13,6 +13,7 @@ def _sweep(doc: str) -> Section:
         knob=choice(KNOBS, "what the grid varies (task knob or weight decay)"),
         values=sequence(number(ge=0.0), "grid values of the knob", distinct=True),
         n_labels=integer("labels L for this sweep; 0 = task.n_labels", min=0),
+        k=number("classes K for this sweep's other points; 0 = task.k", ge=0.0),
         steps=integer("optimizer steps per run"),
         chunk_evals=integer("evaluations per compiled call / checkpoint"),
     )

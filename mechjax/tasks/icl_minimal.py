@@ -4,9 +4,9 @@ A sequence is ``x_1, l_1, ..., x_N, l_N, x_q``: N item-label pairs and a query i
 vector in D dimensions. Items come from K classes with means ``mu_k ~ N(0, I/D)``; an item of class
 k is ``(mu_k + eps * eta) / sqrt(1 + eps^2)`` with ``eta ~ N(0, I/D)`` fresh per item (eps is the
 within-class noise). Class k carries label ``k mod L``; each label is a fixed vector
-``~ N(0, I/D)``. Classes are drawn with Zipf probabilities ``p_k ~ (k + 1)^-alpha``. Burstiness B:
-B of the N context items are fresh items of the query's class, the other N - B are drawn iid from
-the Zipf distribution (so B = 0 is a context with no planted copy), at shuffled slots.
+``~ N(0, I/D)``. Classes are drawn with Zipf probabilities ``p_k ~ (k + 1)^-alpha``. Burstiness B, as Reddy
+defines it: the context holds N/B classes with B items each (B divides N), one of them the
+query's class, the others Zipf draws, at shuffled slots; B = 0 is N iid Zipf draws.
 
 Probes, as Reddy and Chan et al. measure them:
   ``icl``: two novel classes (means drawn fresh per sequence, so not learnable in weights), each
@@ -19,7 +19,10 @@ K, B, eps and alpha are traced task parameters (``K`` masks a pool of ``k_max`` 
 sweep vmaps seeds x (K, B, eps, alpha) in one compiled program. ``data_seed`` fixes means and label
 vectors. What Reddy's text leaves to us (derived here): labels ``k mod L`` rather than a random map
 (classes are exchangeable under random means, so it is the same distribution); B = 0 means no
-planted copy; the ICL probe is 2-way with N/2 copies each.
+planted copy; the ICL probe is 2-way with N/2 copies each (Reddy's B = N/2 layout).
+An earlier version planted B copies of the query's class among N - B *singletons*: then the
+query's label was the context's most frequent label, a shortcut that needs no item matching
+(BUILD_NOTES, issue 27 items 3-4).
 """
 from __future__ import annotations
 
@@ -75,6 +78,8 @@ def check_values(d: int, n: int, l: int, k_max: int, k: float, b: float, alpha: 
         raise ConfigError(f"K={k}: allowed 1..k_max={k_max}")
     if not 0 <= b <= n:
         raise ConfigError(f"B={b} > N={n} (or < 0): burstiness must be in 0..N")
+    if b >= 1 and n % round(b):
+        raise ConfigError(f"B={b}: must be 0 or divide N={n} (N/B classes of B items each)")
     if alpha < 0:
         raise ConfigError(f"Zipf exponent alpha={alpha}: must be >= 0")
     if eps < 0:
@@ -114,8 +119,13 @@ def _train_one(key: jax.Array, spec: IclSpec, params, means, lvec, p) -> Batch:
     n = spec.n_ctx
     c_q = jax.random.choice(kq, spec.k_max, p=p)
     drawn = jax.random.choice(kc, spec.k_max, (n,), p=p)
-    planted = jnp.arange(n) < jnp.round(params["B"])
-    cls = jax.random.permutation(kperm, jnp.where(planted, c_q, drawn))
+    # Reddy's burstiness: N/B classes, B items each, the query's class one of them (group 0).
+    # Every context label then appears B times, so counting labels cannot find the answer;
+    # B = 0: N iid Zipf draws (the query's class only by chance).
+    b = jnp.round(params["B"])
+    group = jnp.arange(n) // jnp.maximum(b, 1.0).astype(jnp.int32)
+    bursty = jnp.where(group == 0, c_q, drawn[group])
+    cls = jax.random.permutation(kperm, jnp.where(b >= 1, bursty, drawn))
     x = _items(kx, means[jnp.concatenate([cls, c_q[None]])], params["eps"])
     ctx_lab = cls % spec.n_labels
     return {"inputs": _interleave(x[:n], lvec[ctx_lab], x[n]), "labels": c_q % spec.n_labels,

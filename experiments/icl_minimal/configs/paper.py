@@ -3,9 +3,9 @@ Step counts are ours (Reddy trains to ~1e5 iterations at batch 128); not run on 
 import ml_collections
 
 
-def _sweep(knob, values, steps, n_labels=0, chunk_evals=10):
+def _sweep(knob, values, steps, n_labels=0, chunk_evals=10, k=0.0):
     return ml_collections.ConfigDict(dict(knob=knob, values=tuple(values), n_labels=n_labels,
-                                          steps=steps, chunk_evals=chunk_evals))
+                                          steps=steps, chunk_evals=chunk_evals, k=k))
 
 
 def get_config() -> ml_collections.ConfigDict:
