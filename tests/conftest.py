@@ -130,15 +130,16 @@ def pyplot():
 # modules run heaviest first, each whole on one worker (xdist's ``loadscope``: a module's fixtures
 # are built once), so the light ones fill the end and both workers finish together; with
 # xdist's default ``load``, a long module last leaves the other worker idle for its length.
-MODULE_SECONDS = {  # the 824 s cold run of 03522c9, corrected by stop 39's per-file CPU seconds
-    "test_imir_phase.py": 100, "test_assign_add_experiment.py": 70, "test_ace_grokking.py": 65,
+MODULE_SECONDS = {  # the 824 s cold run of 03522c9, corrected by stop 39's and stop 40's per-file CPU seconds
+    "test_imir_phase.py": 100, "test_assign_add_experiment.py": 70, "test_ace_grokking.py": 70,
     "test_ace_agreement.py": 45, "test_sweep.py": 40, "test_grokking_law_experiment.py": 35,
     "test_imir_detect_experiment.py": 30, "test_multiprocess.py": 30, "test_quickstart.py": 30,
     "test_ace_markov.py": 28, "test_imir_init_experiment.py": 26, "test_seed_atlas_assign_add.py": 22,
     "test_benchmark_accelerator.py": 20, "test_fastpath.py": 20, "test_train.py": 20,
     "test_attention_rate.py": 20, "test_icl_minimal_experiment.py": 18, "test_generate.py": 15,
     "test_seed_atlas_experiment.py": 16, "test_hooks.py": 16, "test_imir_iwl_readoff.py": 15,
-    "test_clock_pizza_experiment.py": 15, "test_benchmark_step_profile.py": 14,
+    "test_clock_pizza_experiment.py": 18, "test_benchmark_step_profile.py": 14,
+    "test_binding_cores.py": 12, "test_imir_detect_budget.py": 12,
 }
 
 
