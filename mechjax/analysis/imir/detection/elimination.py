@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 LossOfTheta = Callable[..., jax.Array]  # loss(theta [n], *args) -> scalar
+MODES = ("fast", "exact")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -180,8 +181,13 @@ def eliminate(loss: LossOfTheta, theta: jax.Array, tau: float, *,
               size: np.ndarray | None = None, exact_max: int = 512, screen: int = 32,
               refresh: int = 16, bulk_fraction: float = 0.25, chunk: int = 16,
               overshoot: int = 0, args: tuple = (), staged: Staged | None = None,
-              cost_bulk: float = 0.0) -> Elimination:
+              cost_bulk: float = 0.0, mode: str = "fast") -> Elimination:
     """Greedy backward elimination (module docstring).
+
+    ``mode``: ``"fast"`` (the shortcuts above ``exact_max``) or ``"exact"``: the plain greedy at
+    every size (every step measures every active coordinate, staged when ``staged`` is given;
+    ``exact_max``, ``screen``, ``refresh``, ``bulk_fraction`` and ``cost_bulk`` are ignored), so
+    the removal order is that of the naive greedy and does not depend on the budget.
 
     ``loss(theta [n], *args) -> scalar`` must be jittable (``args``: its data, e.g. a batch;
     passing it rather than closing over it lets one compilation serve many models); ``size [n]`` (the weight-space norm of each
@@ -197,8 +203,12 @@ def eliminate(loss: LossOfTheta, theta: jax.Array, tau: float, *,
     """
     if not tau > 0:
         raise ValueError(f"tau={tau!r}: the loss budget must be > 0")
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}: expected one of {MODES}")
     theta = jnp.asarray(theta, jnp.float32)
     n = theta.shape[0]
+    if mode == "exact":
+        exact_max = n
     size = np.abs(np.asarray(theta)) if size is None else np.asarray(size, np.float64)
     ev = _Evaluator(loss, theta, tuple(args), chunk, staged)
     mask = np.ones(n, bool)
