@@ -252,3 +252,24 @@ def test_cost_ordered_bulk_removes_the_cheap_at_once_and_keeps_what_matters():
     for res in (plain, fast):
         assert set(np.flatnonzero(res.kept).tolist()) == {10, 50, 120}
     assert fast.n_evals < plain.n_evals / 3
+
+
+def test_exact_mode_removes_in_the_naive_greedy_order_and_fast_does_not():
+    """``mode="exact"`` (staged candidates, every active coordinate each step) follows the naive
+    greedy (plain loss, full table) removal for removal; the fast mode's screening on the same
+    model does not, so the comparison can tell a shortcut that changes the order."""
+    theta = jnp.asarray(planted_theta(INDUCTION, noise=0.3, seed=7), jnp.float32)
+    batch = bl.sample(SPEC, jax.random.key(2), {"f_r": 0.5, "f_v": 0.2}, 64)
+    loss, _, _ = dt.model_fns(BASIS)
+    kw = dict(tau=0.5, args=(batch,), overshoot=BASIS.size)
+    naive = eliminate(loss, theta, exact_max=BASIS.size, **kw)
+    exact = eliminate(loss, theta, mode="exact", exact_max=4, screen=2, staged=dt.staged_loss(BASIS),
+                      **kw)
+    fast = eliminate(loss, theta, exact_max=4, screen=2, refresh=50, bulk_fraction=0.0, **kw)
+    assert len(naive.order) == BASIS.size
+    np.testing.assert_array_equal(exact.order, naive.order)
+    assert exact.n_accepted == naive.n_accepted
+    np.testing.assert_allclose(exact.loss_after, naive.loss_after, rtol=1e-5)
+    assert not np.array_equal(fast.order, naive.order)
+    with pytest.raises(ValueError, match="mode='greedy'"):
+        eliminate(loss, theta, tau=0.5, args=(batch,), mode="greedy")

@@ -193,7 +193,7 @@ def detect_one(st: dict, params: dict, c: dict, seed: int) -> tuple[dt.Detection
                            exact_max=d["exact_max"], screen=d["screen"], refresh=d["refresh"],
                            bulk_fraction=d["bulk_fraction"], overshoot=d["overshoot"],
                            cost_bulk=d["cost_bulk"], curve_points=d["curve_points"],
-                           causal=st["cfg"]["causal"])
+                           causal=st["cfg"]["causal"], mode=d["mode"])
     i, met = budget.pick([x.accuracy["selection_circuit"] for x in dets],
                          dets[0].accuracy["selection_full"], c["tau_margin"])
     det = dets[i]

@@ -66,6 +66,9 @@ SCHEMA = Schema(
         "the detector (mechjax.analysis.imir.detection.detector)",
         batch_size=integer("sequences whose loss drives the elimination"),
         eval_size=integer("held-out sequences the accuracies are read on"),
+        mode=choice(("fast", "exact"), "elimination: 'fast' (bulk passes and lazy screening above "
+                    "exact_max) or 'exact' (the plain greedy at every size: one loss per active "
+                    "coordinate per removal, staged by layer)", default="fast"),
         exact_max=integer("exact greedy at or below this many active coordinates"),
         screen=integer("candidates re-measured per step above exact_max"),
         refresh=integer("steps between full re-measurements above exact_max"),

@@ -180,7 +180,8 @@ def detect_curve(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch,
                  exact_max: int = 512, screen: int = 32, refresh: int = 16,
                  bulk_fraction: float = 0.25, chunk: int = 16, overshoot: int = 0,
                  curve_points: int = 48, attn_scale: float | None = None,
-                 cost_bulk: float = 0.0, causal: bool = False) -> list[Detection]:
+                 cost_bulk: float = 0.0, causal: bool = False,
+                 mode: str = "fast") -> list[Detection]:
     """One ``Detection`` per budget in ``taus``; ``batch`` drives the elimination, ``eval_batch``
     (default ``batch``) the reported accuracies (``accuracy['selection_*']``: the same on
     ``batch``). ``causal``: the model's attention mask; other keyword arguments: ``eliminate``'s.
@@ -189,7 +190,8 @@ def detect_curve(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch,
     at each tighter one (``Elimination.at_budget``: the greedy removals do not depend on the
     budget, only where they stop; the same kept sets as one run per budget). Above
     ``exact_max`` the bulk passes spend fractions of the budget, so the path depends on it: one
-    elimination per budget, every one on the same compiled programs."""
+    elimination per budget, every one on the same compiled programs. ``mode="exact"``: the exact
+    greedy at any size (``eliminate``), one elimination for every budget."""
     for tau in taus:
         check_tau(tau)
     eff = ex.effective_weights(params, attn_scale)
@@ -206,8 +208,8 @@ def detect_curve(params: Mapping[str, np.ndarray], basis: Basis, batch: Batch,
     kw = dict(args=(batch,), size=np.abs(np.asarray(theta)) * coord_norms(basis),
               exact_max=exact_max, screen=screen, refresh=refresh, bulk_fraction=bulk_fraction,
               chunk=chunk, overshoot=overshoot, staged=staged_loss(basis, causal),
-              cost_bulk=cost_bulk)
-    if basis.size <= exact_max:
+              cost_bulk=cost_bulk, mode=mode)
+    if basis.size <= exact_max or mode == "exact":
         top = eliminate(loss, theta, max(taus), **kw)
         elims = [top.at_budget(top.loss_start + tau) for tau in taus]
     else:

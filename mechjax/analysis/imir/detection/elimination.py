@@ -25,6 +25,12 @@ coordinates, so two documented shortcuts apply above ``exact_max`` active coordi
   certified on a current table: when the screened candidates are all over the budget the table
   is refreshed first, since a removal can make another coordinate cheap (redundant copies), which
   the stale table would hide.
+
+``mode="exact"`` turns every shortcut off at any size (``exact_max``, ``screen``, ``refresh``,
+``bulk_fraction`` and ``cost_bulk`` are ignored): each step measures every active coordinate
+(staged when ``staged`` is given: the same losses, computed from the candidate's layer on), so
+the removal order is the naive greedy's and does not depend on the budget. ``"fast"`` (default)
+is the behaviour above.
 """
 from __future__ import annotations
 
@@ -37,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 LossOfTheta = Callable[..., jax.Array]  # loss(theta [n], *args) -> scalar
+MODES = ("fast", "exact")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -180,8 +187,8 @@ def eliminate(loss: LossOfTheta, theta: jax.Array, tau: float, *,
               size: np.ndarray | None = None, exact_max: int = 512, screen: int = 32,
               refresh: int = 16, bulk_fraction: float = 0.25, chunk: int = 16,
               overshoot: int = 0, args: tuple = (), staged: Staged | None = None,
-              cost_bulk: float = 0.0) -> Elimination:
-    """Greedy backward elimination (module docstring).
+              cost_bulk: float = 0.0, mode: str = "fast") -> Elimination:
+    """Greedy backward elimination (module docstring; ``mode``: ``"fast"`` or ``"exact"``).
 
     ``loss(theta [n], *args) -> scalar`` must be jittable (``args``: its data, e.g. a batch;
     passing it rather than closing over it lets one compilation serve many models); ``size [n]`` (the weight-space norm of each
@@ -199,6 +206,7 @@ def eliminate(loss: LossOfTheta, theta: jax.Array, tau: float, *,
         raise ValueError(f"tau={tau!r}: the loss budget must be > 0")
     theta = jnp.asarray(theta, jnp.float32)
     n = theta.shape[0]
+    exact_max = _exact_max(mode, exact_max, n)
     size = np.abs(np.asarray(theta)) if size is None else np.asarray(size, np.float64)
     ev = _Evaluator(loss, theta, tuple(args), chunk, staged)
     mask = np.ones(n, bool)
@@ -255,6 +263,13 @@ def eliminate(loss: LossOfTheta, theta: jax.Array, tau: float, *,
     return Elimination(kept=kept, order=np.asarray(order, int), loss_after=np.asarray(after),
                        n_accepted=n_accepted, loss_start=loss0, budget=budget,
                        n_evals=ev.n_evals)
+
+
+def _exact_max(mode: str, exact_max: int, n: int) -> int:
+    """``mode="exact"`` is the plain greedy at any size: a full table every step."""
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}: expected one of {MODES}")
+    return n if mode == "exact" else exact_max
 
 
 def _remove_at_once(mask: np.ndarray, order: list[int], after: list[float], removed: np.ndarray,
