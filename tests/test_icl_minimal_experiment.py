@@ -11,6 +11,7 @@ def test_tiny_config_burstiness_effect_in_every_seed(tmp_path):
     assert summary["B/traces"] == 1  # the seeds x B grid is one compiled program
     assert (tmp_path / "w" / "figures" / "B.png").exists()
     assert summary["theory/n_runs"] == 4
+    assert (tmp_path / "w" / "figures" / "theory_boundary.png").exists()
     for icl_row, iwl_row in zip(summary["B/icl_final"], summary["B/iwl_final"]):
         assert icl_row[1] > icl_row[0] + 0.2 and iwl_row[0] > iwl_row[1] + 0.2
 
@@ -34,3 +35,18 @@ def test_knob_figure_one_line_per_seed():
     from mechjax.plots.icl_minimal import knob_figure
     fig = knob_figure([0, 2, 4], np.random.rand(3, 3), np.random.rand(3, 3), "B")
     assert [len(ax.lines) for ax in fig.axes] == [4, 4]  # 3 seeds + mean per probe
+
+
+def test_boundary_figure_points_and_predicted_contour():
+    import numpy as np
+    from mechjax.plots.icl_minimal import boundary_figure
+    sb = np.array([0.1, 0.1, 0.9, 0.9, 0.5])
+    icl = np.array([0.1, 0.2, 0.9, 0.95, 0.3])
+    fig = boundary_figure(sb, icl, ["K", "K", "B", "B", "eps"], threshold=0.7, formed_at=0.75)
+    ax = fig.axes[0]
+    offsets = [c.get_offsets() for c in ax.collections]
+    assert [len(o) for o in offsets] == [2, 2, 1]  # one colour per sweep, every run drawn
+    np.testing.assert_allclose(np.concatenate(offsets)[:, 1], icl[[0, 1, 2, 3, 4]])
+    np.testing.assert_allclose(np.concatenate(offsets)[:, 0], sb, atol=0.03 * 0.8)
+    vertical, horizontal = ax.lines[0].get_xdata(), ax.lines[1].get_ydata()
+    assert vertical[0] == 0.7 and horizontal[0] == 0.75

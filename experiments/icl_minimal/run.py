@@ -17,7 +17,7 @@ from mechjax import icl_minimal_model as model
 from mechjax.analysis.icl_minimal_map import contour_variable
 from mechjax.analysis.imir.phase.readoffs import contour_agreement
 from mechjax.io import write_json, write_npz
-from mechjax.plots.icl_minimal import knob_figure
+from mechjax.plots.icl_minimal import boundary_figure, knob_figure
 from mechjax.plots.save import save_figure
 from mechjax.sweep import log, run_sweep
 from mechjax.tasks import icl_minimal as icl
@@ -77,11 +77,11 @@ def sweep_summary(name: str, out: dict[str, Any], formed: float = 0.75) -> dict[
             f"{name}/traces": out["traces"], f"{name}/seconds": round(out["seconds"], 1)}
 
 
-def theory_separation(config, names, arrays) -> dict[str, Any]:
-    """``s * b`` of every task-knob grid point (docs/icl_minimal.md) against whether each seed
-    formed ICL: the best threshold's agreement (``contour_agreement``, as for block lists)."""
-    sb, formed = [], []
-    for name in names:
+def theory_points(config, names, arrays) -> dict[str, np.ndarray]:
+    """Every trained run of a task-knob sweep as one point: its grid point's ``s * b``
+    (docs/icl_minimal.md), its final ICL probe accuracy and the index of its sweep in ``names``."""
+    sb, icl_final, sweep = [], [], []
+    for i, name in enumerate(names):
         s = config.sweeps[name]
         if s.knob not in TASK_KNOB or s.n_labels:  # L = N: the map has no counterpart
             continue
@@ -93,12 +93,21 @@ def theory_separation(config, names, arrays) -> dict[str, Any]:
                                  min_count=config.theory_min_count, **knobs)
             for acc in arrays[f"{name}/icl"][:, j, -1]:
                 sb.append(x)
-                formed.append(acc >= config.icl_formed)
-    if not sb:
+                icl_final.append(float(acc))
+                sweep.append(i)
+    return {"sb": np.asarray(sb, float), "icl_final": np.asarray(icl_final, float),
+            "sweep": np.asarray(sweep, int)}
+
+
+def theory_separation(config, points: dict[str, np.ndarray]) -> dict[str, Any]:
+    """``s * b`` of every run against whether it formed ICL: the best threshold's agreement
+    (``contour_agreement``, as for block lists)."""
+    if not len(points["sb"]):
         return {}
-    out = contour_agreement(np.asarray(sb), np.asarray(formed))
+    formed = points["icl_final"] >= config.icl_formed
+    out = contour_agreement(points["sb"], formed)
     return {"theory/sb_threshold": out["c"], "theory/sb_contour_accuracy": out["agreement"],
-            "theory/n_runs": len(sb), "theory/n_icl_formed": int(np.sum(formed))}
+            "theory/n_runs": len(formed), "theory/n_icl_formed": int(formed.sum())}
 
 
 def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
@@ -117,7 +126,14 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         save_figure(knob_figure(out["values"], out["icl"][..., -1], out["iwl"][..., -1],
                                 out["knob"], f"{name}: {config.n_seeds} seeds"),
                     os.path.join(workdir, "figures", f"{name}.png"))
-    summary.update(theory_separation(config, names, arrays))
+    points = theory_points(config, names, arrays)
+    summary.update(theory_separation(config, points))
+    if len(points["sb"]):
+        arrays.update({f"theory/{k}": v for k, v in points.items()})
+        save_figure(boundary_figure(points["sb"], points["icl_final"],
+                                    [names[i] for i in points["sweep"]],
+                                    summary["theory/sb_threshold"], config.icl_formed),
+                    os.path.join(workdir, "figures", "theory_boundary.png"))
     write_npz(os.path.join(workdir, "metrics.npz"), arrays)
     write_json(os.path.join(workdir, "summary.json"), summary)
     log(f"wrote {workdir}/summary.json")
