@@ -12,7 +12,7 @@ from experiments.benchmark import step_profile
 def test_tiny_profile_prints_step_and_matmul_rates(tmp_path):
     out = tmp_path / "profile.json"
     proc = subprocess.run([PYTHON, "-m", "experiments.benchmark.step_profile", "--tiny",
-                           f"--out={out}"], cwd=REPO, env=run_module_env(FAST_COMPILE),
+                           "--ops=2", f"--out={out}"], cwd=REPO, env=run_module_env(FAST_COMPILE),
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     step = re.search(r"step effective GFLOP/s :\s+([0-9.]+)", proc.stdout)
@@ -30,3 +30,6 @@ def test_tiny_profile_prints_step_and_matmul_rates(tmp_path):
     assert flops["matmul"] == 2 * result["matmul_n"] ** 3
     for piece in step_profile.PIECES:
         assert piece in result["seconds_per_step"] and piece in proc.stdout
+    # --ops: the traced op table of forward + backward, its dots counted
+    assert "top 2 ops of the backward pass" in proc.stdout
+    assert any(r["pass_"] == "backward" and r["dot_flops"] > 0 for r in result["op_table"]["rows"])

@@ -1,7 +1,8 @@
 """Where the Assign-and-Add training step's time goes on this machine, and how close it comes to the
 machine's float32 matmul rate.
 
-``python -m experiments.benchmark.step_profile [--tiny] [--steps=20] [--rounds=5] [--out=FILE]``
+``python -m experiments.benchmark.step_profile [--tiny] [--steps=20] [--rounds=5] [--out=FILE]
+[--ops=5]``
 prints, from one process:
 
 - the step's FLOPs (XLA's own count, ``compiled.cost_analysis()['flops']``) and its effective
@@ -11,7 +12,9 @@ prints, from one process:
   task's sampler), forward (loss), forward + backward (``value_and_grad``), optimizer update
   (AdamW on fixed gradients), the whole step (``Trainer.run`` without evaluation), and the host
   overhead of dispatching one step per call. Backward = (forward + backward) - forward; the rest
-  of the step (finiteness checks, the masked state update) = whole - data - fwd/bwd - update.
+  of the step (finiteness checks, the masked state update) = whole - data - fwd/bwd - update;
+- with ``--ops=N``, the N most expensive ops of the forward and of the backward from a profiler
+  trace (``experiments.benchmark.op_table``).
 
 The pieces are timed interleaved, round after round, and the best round of each is kept, so a
 load spike on shared cores hits every piece alike. Model: the Assign-and-Add CPU config (SPEC 1.3
@@ -235,6 +238,9 @@ if __name__ == "__main__":
     _OUT = flags.DEFINE_string("out", None, "also write the result as JSON here")
     _SPLIT = flags.DEFINE_bool("split", True, "time the step's pieces too (else only the step "
                                "and the matmul, e.g. to compare XLA_FLAGS)")
+    _OPS = flags.DEFINE_integer("ops", 0, "also trace forward + backward and print the N most "
+                                "expensive ops of each pass (experiments.benchmark.op_table)",
+                                lower_bound=0)
 
     def _main(argv):
         from mechjax.workdir import enable_compilation_cache
@@ -244,6 +250,12 @@ if __name__ == "__main__":
             base, steps=_STEPS.value, rounds=_ROUNDS.value)
         result = profile(settings, _SPLIT.value)
         print(format_profile(result))
+        if _OPS.value:
+            from experiments.benchmark import op_table
+            ops = op_table.profile_ops(*op_table.fastpath_loss_program(_TINY.value,
+                                                                      settings.batch))
+            print(op_table.format_table(ops, _OPS.value))
+            result["op_table"] = ops
         if _OUT.value:
             from mechjax.io import write_json
             write_json(_OUT.value, result)
