@@ -70,6 +70,11 @@ def test_summary_keys_and_per_model_consistency(finished):
         assert block["flip_generation/greedy/clean_agreement"] >= 0.8, name
         assert block["flip_generation/greedy/fraction_flipped"] >= 0.75, name
     rho = np.asarray(saved["spearman/matrix"])
+    per_layer = saved["spearman/per_layer_offdiag_seeds"]
+    assert len(per_layer) == tiny.get_config().model.n_layers
+    selected = {saved["models"][m]["layer/selected"] for m in ("seed_0", "seed_1")}
+    if len(selected) == 1:  # both seeds read at one layer: the two Spearman keys are one number
+        assert per_layer[selected.pop()] == pytest.approx(saved["spearman/offdiag_seeds"])
     np.testing.assert_allclose(np.diag(rho), 1.0)
     np.testing.assert_allclose(rho, rho.T)
     assert saved["spearman/models"] and "seed_0" in run.format_summary(summary)

@@ -107,3 +107,22 @@ def test_selected_coords_align_signs_and_spearman():
     np.testing.assert_allclose(ac.spearman_matrix(z), np.ones((2, 2)), atol=1e-12)
     ties = ac.spearman_matrix(np.array([[1.0, 1.0, 2.0], [0.0, 0.0, 5.0]]))
     assert ties[0, 1] == pytest.approx(1.0)
+
+
+def test_per_layer_spearman_reads_every_model_at_the_same_depth():
+    # layer 0: three models share the margin's order up to sign and a monotone map; layer 1:
+    # model 2 is reversed in its second half, so the order agrees only partly
+    m = np.linspace(-1, 1, 40)
+    rng = np.random.default_rng(0)
+    shuffled = m.copy()
+    shuffled[20:] = shuffled[20:][::-1]
+    coord = np.stack([np.stack([m, -m]), np.stack([-m ** 3, m]), np.stack([np.exp(m), shuffled])])
+    result = ac.ModelResult(margin=np.stack([m, m, m]), auc_base=None, auc=None, margins=None,
+                            direction=None, mean=None, weight=None, coord=coord, knob_r2=None,
+                            selected=rng.integers(0, 2, 3))
+    per_layer = ac.per_layer_spearman(result)
+    assert per_layer[0] == pytest.approx(1.0)
+    rho_1 = ac.spearman_matrix(ac.aligned_coords(result, np.array([1, 1, 1])))
+    assert per_layer[1] == pytest.approx((rho_1[0, 1] + rho_1[0, 2] + rho_1[1, 2]) / 3)
+    assert rho_1[0, 1] == pytest.approx(1.0) and rho_1[0, 2] < 0.9
+    assert np.isnan(ac.per_layer_spearman(result._replace(coord=coord[:1], margin=m[None]))[0])

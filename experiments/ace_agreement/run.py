@@ -195,6 +195,10 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         summary[key] = seed_stats([models[n][key] for n in families[0].names]) if n_own else None
     summary.update({
         "spearman/offdiag_seeds": offdiag_mean(rho[:n_own, :n_own]) if n_own > 1 else None,
+        # every seed read at the same depth (not each at its own selected layer): how the
+        # agreement across seeds changes with depth
+        "spearman/per_layer_offdiag_seeds": (ac.per_layer_spearman(results[0])
+                                             if trainer is not None and n_own > 1 else None),
         "spearman/models": names, "spearman/matrix": rho.tolist(),
         "spearman/sign_alignment": "each model's z is signed so that corr(z, margin) > 0",
         "models": models, "n_test_prompts": int(families[0].test.tokens.shape[0]),
@@ -220,6 +224,9 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append(f"{'seeds std':>16s} " + " ".join(
             f"{summary[k]['std']:>10.3f}" if summary[k]["std"] is not None else f"{'-':>10s}"
             for k in SUMMARY_KEYS))
+    if summary.get("spearman/per_layer_offdiag_seeds"):
+        lines.append("seeds' Spearman at each layer: " + ", ".join(
+            f"L{i} {r:.3f}" for i, r in enumerate(summary["spearman/per_layer_offdiag_seeds"])))
     for k in ("ace/seconds", "ace/vmap_seconds", "ace/loop_seconds", "train/seconds"):
         if k in summary:
             lines.append(f"{k}: {summary[k]:.1f}")

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.stats
 
+from mechjax.analysis.ace.compare import offdiag_mean
 from mechjax.analysis.ace.extract import Gramians, covariance, extract_from_gramians
 from mechjax.analysis.ace.validate import centred_hook
 from mechjax.config import ModelConfig
@@ -174,15 +175,30 @@ def analyse_model(params: Params, train: Prompts, test: Prompts, cfg: ModelConfi
                        selected=jnp.argmin(aucs["flip"]).astype(jnp.int32))
 
 
-def selected_coords(result: ModelResult) -> np.ndarray:
-    """``z`` at each model's selected layer, signed so that it rises with the margin (the sign of
-    a core direction is arbitrary): ``[n, B]`` from a result stacked over ``n`` models."""
+def aligned_coords(result: ModelResult, layers: np.ndarray) -> np.ndarray:
+    """``z`` of each model at ``layers [n]`` (one layer per model), signed so that it rises with
+    the margin (the sign of a core direction is arbitrary): ``[n, B]`` from a result stacked over
+    ``n`` models."""
     coord = np.asarray(result.coord)                      # [n, L, B]
-    sel = np.asarray(result.selected)
-    z = coord[np.arange(coord.shape[0]), sel]             # [n, B]
+    z = coord[np.arange(coord.shape[0]), np.asarray(layers)]  # [n, B]
     m = np.asarray(result.margin)
     sign = np.sign([np.corrcoef(zi, mi)[0, 1] for zi, mi in zip(z, m)])
     return z * np.where(sign == 0, 1.0, sign)[:, None]
+
+
+def selected_coords(result: ModelResult) -> np.ndarray:
+    """``aligned_coords`` at each model's selected layer: ``[n, B]``."""
+    return aligned_coords(result, result.selected)
+
+
+def per_layer_spearman(result: ModelResult) -> list[float]:
+    """Mean off-diagonal Spearman of the sign-aligned core coordinate across the ``n`` stacked
+    models, at each layer (every model read at the same depth): ``[L]``; NaN when ``n = 1``."""
+    n, n_layers = np.asarray(result.coord).shape[:2]
+    if n == 1:  # np.corrcoef of one row is a scalar, not a matrix
+        return [float("nan")] * n_layers
+    return [offdiag_mean(spearman_matrix(aligned_coords(result, np.full(n, layer))))
+            for layer in range(n_layers)]
 
 
 def spearman_matrix(z: np.ndarray) -> np.ndarray:
@@ -193,4 +209,5 @@ def spearman_matrix(z: np.ndarray) -> np.ndarray:
 
 __all__ = ["MARGINS", "MODES", "ModelResult", "Prompts", "analyse_model", "copula_margin",
            "intervened_margins", "last_logits", "margin", "r_squared", "rank1_cores",
-           "read_layers", "resid_names", "selected_coords", "spearman_matrix"]
+           "aligned_coords", "per_layer_spearman", "read_layers", "resid_names",
+           "selected_coords", "spearman_matrix"]
