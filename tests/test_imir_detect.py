@@ -273,3 +273,19 @@ def test_exact_mode_removes_in_the_naive_greedy_order_and_fast_does_not():
     assert not np.array_equal(fast.order, naive.order)
     with pytest.raises(ValueError, match="mode='greedy'"):
         eliminate(loss, theta, tau=0.5, args=(batch,), mode="greedy")
+
+
+def test_exact_mode_is_the_same_path_with_and_without_the_last_layer_closed_form():
+    """The whole exact greedy path (removal order, n_accepted, losses) on the planted circuit +
+    noise with the last layer's closed form (``forward.ablation``) equals the one with a staged
+    suffix per candidate."""
+    theta = jnp.asarray(planted_theta(INDUCTION, noise=0.3, seed=7), jnp.float32)
+    batch = bl.sample(SPEC, jax.random.key(2), {"f_r": 0.5, "f_v": 0.2}, 64)
+    loss, _, _ = dt.model_fns(BASIS)
+    kw = dict(tau=0.5, args=(batch,), overshoot=BASIS.size, mode="exact")
+    closed = eliminate(loss, theta, staged=dt.staged_loss(BASIS), **kw)
+    plain = eliminate(loss, theta, staged=dt.staged_loss(BASIS, closed=False), **kw)
+    assert dt.staged_loss(BASIS).closed and 0 < closed.n_accepted < BASIS.size
+    np.testing.assert_array_equal(closed.order, plain.order)
+    assert closed.n_accepted == plain.n_accepted
+    np.testing.assert_allclose(closed.loss_after, plain.loss_after, rtol=1e-5)

@@ -38,6 +38,7 @@ from mechjax.analysis.imir.detection import circuits as cc
 from mechjax.analysis.imir.detection import explain as ex
 from mechjax.analysis.imir.detection import heads as hd
 from mechjax.analysis.imir.manifold import project as proj
+from mechjax.analysis.imir.forward import ablation as ab
 from mechjax.analysis.imir.forward import truncated as tr
 from mechjax.analysis.imir.manifold.basis import Basis, fixed_params, imir_config
 from mechjax.analysis.imir.detection.elimination import Elimination, Staged, eliminate
@@ -115,10 +116,11 @@ def model_fns(basis: Basis, causal: bool = False):
 
 
 @functools.lru_cache(maxsize=16)
-def staged_loss(basis: Basis, causal: bool = False) -> Staged | None:
+def staged_loss(basis: Basis, causal: bool = False, closed: bool = True) -> Staged | None:
     """The projected model's loss split at layers (``eliminate.Staged``): a coordinate of layer
-    ``l``'s ``W_KQ`` re-runs layers ``>= l``, one of ``W_U`` only the readout. None for a rotated
-    frame (no truncated forward)."""
+    ``l``'s ``W_KQ`` re-runs layers ``>= l``, one of ``W_U`` only the readout. ``closed``: the
+    last layer's candidates all at once by ``ablation.last_kq_ablations`` (exact; False: one
+    suffix per candidate). None for a rotated frame (no truncated forward)."""
     f = basis.frame
     if f.rotation is not None:
         return None
@@ -129,10 +131,25 @@ def staged_loss(basis: Basis, causal: bool = False) -> Staged | None:
     def params(theta):
         return {**fixed, **tr.theta_weights(basis, theta)}
 
+    last = f.n_layers - 1
+    coords = np.zeros((basis.size, 4), np.int32)   # (head, a, b, s) of each last-layer coordinate
+    for g in basis.groups:
+        if g.head is not None and int(g.param.split(".")[1]) == last:
+            local = np.stack(np.unravel_index(np.arange(g.size), g.shape), axis=1)
+            coords[g.offset: g.offset + g.size] = np.column_stack(
+                [np.full(g.size, g.head), local])
+    sel_kq, coords = jnp.asarray(basis.sel_kq, jnp.float32), jnp.asarray(coords)
+
+    def last_layer(theta, cache, idx, batch):
+        kq = tr.theta_weights(basis, theta, layers=(last,))
+        return ab.last_kq_ablations({**fixed, **kq}, cache, batch, f, cfg, sel_kq, coords[idx],
+                                    theta[idx])
+
     return Staged(stage_of,
                   lambda theta, stage, batch: tr.stage_input(params(theta), batch, f, cfg, stage),
                   lambda theta, cache, stage, batch: tr.stage_loss(params(theta), cache, batch,
-                                                                   f, cfg, stage)[0])
+                                                                   f, cfg, stage)[0],
+                  {last: last_layer} if closed else {})
 
 
 def merged_params(eff: ex.Effective, frame) -> dict[str, jax.Array]:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from typing import Callable
+from typing import Callable, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -57,6 +57,9 @@ class Staged:
     stage_of: np.ndarray                     # int [n]
     prefix: Callable[..., jax.Array]         # prefix(theta, stage, *args) -> cache
     suffix: Callable[..., jax.Array]         # suffix(theta, cache, stage, *args) -> scalar
+    # closed[stage](theta, cache, idx [c], *args) -> [c]: every candidate's suffix at once, an
+    # exact reformulation (``suffix`` with ``theta[idx[j]] = 0``, up to float rounding)
+    closed: Mapping[int, Callable[..., jax.Array]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,8 +122,13 @@ def _compiled_staged(staged: Staged) -> tuple[Callable, Callable]:
                     static_argnums=2),
             jax.jit(lambda th, m, idx, cache, stage, args: jax.lax.map(
                 lambda i: staged.suffix(th * m.at[i].set(0.0), cache, stage, *args), idx),
-                static_argnums=4))
+                static_argnums=4),
+            jax.jit(lambda th, m, idx, cache, stage, args: staged.closed[stage](
+                th * m, cache, idx, *args), static_argnums=4))
     return _JITTED[staged]
+
+
+CLOSED_CHUNK = 256  # candidates per call of a closed form (one compilation; padding is cheap)
 
 
 class _Evaluator:
@@ -133,18 +141,19 @@ class _Evaluator:
         self.n_evals = 0
         self._one, self._many = _compiled(loss)
         if staged is not None:
-            self._prefix, self._suffixes = _compiled_staged(staged)
+            self._prefix, self._suffixes, self._closed = _compiled_staged(staged)
 
     def one(self, mask: np.ndarray) -> float:
         self.n_evals += 1
         return float(self._one(self.theta, jnp.asarray(mask, jnp.float32), self.args))
 
-    def _chunks(self, idx: np.ndarray, run: Callable) -> np.ndarray:
+    def _chunks(self, idx: np.ndarray, run: Callable, chunk: int | None = None) -> np.ndarray:
         out = []
-        for s in range(0, len(idx), self.chunk):
-            part = idx[s: s + self.chunk]
+        chunk = self.chunk if chunk is None else chunk
+        for s in range(0, len(idx), chunk):
+            part = idx[s: s + chunk]
             # padded to one chunk size: one compilation for every call
-            padded = np.concatenate([part, np.full(self.chunk - len(part), part[0])])
+            padded = np.concatenate([part, np.full(chunk - len(part), part[0])])
             out.append(np.asarray(run(jnp.asarray(padded)))[: len(part)])
         return np.concatenate(out).astype(np.float64)
 
@@ -159,6 +168,10 @@ class _Evaluator:
         for stage in np.unique(stages):
             sel = np.flatnonzero(stages == stage)
             cache = self._prefix(self.theta, m, int(stage), self.args)
+            if int(stage) in self.staged.closed:
+                out[sel] = self._chunks(idx[sel], lambda part: self._closed(
+                    self.theta, m, part, cache, int(stage), self.args), CLOSED_CHUNK)
+                continue
             out[sel] = self._chunks(idx[sel], lambda part: self._suffixes(
                 self.theta, m, part, cache, int(stage), self.args))
         return out
@@ -240,7 +253,7 @@ def eliminate(loss: LossOfTheta, theta: jax.Array, tau: float, *,
             costs = ev.ablations(mask, cand)
             table[cand] = costs
             age += 1
-        j = int(np.argmin(costs))
+        j = _cheapest(cand, costs)
         if n_accepted is None and costs[j] > budget and not fresh:
             # the screened few are over budget, but a stale table can hide a coordinate that
             # became cheap since it was measured: stop only on a full, current table
@@ -263,6 +276,18 @@ def eliminate(loss: LossOfTheta, theta: jax.Array, tau: float, *,
     return Elimination(kept=kept, order=np.asarray(order, int), loss_after=np.asarray(after),
                        n_accepted=n_accepted, loss_start=loss0, budget=budget,
                        n_evals=ev.n_evals)
+
+
+TIE_RTOL = 2e-6  # costs this close are one tie (float rounding differs between evaluation forms)
+
+
+def _cheapest(cand: np.ndarray, costs: np.ndarray) -> int:
+    """The position of the cheapest candidate; a tie within ``TIE_RTOL`` (e.g. removing either
+    of two heads of one circuit leaves the same model) goes to the lowest coordinate index, so
+    the path does not depend on how the losses were rounded (staged, closed form, plain)."""
+    low = costs.min()
+    near = np.flatnonzero(costs <= low + TIE_RTOL * abs(low))
+    return int(near[np.argmin(cand[near])])
 
 
 def _exact_max(mode: str, exact_max: int, n: int) -> int:

@@ -151,14 +151,18 @@ def query_loss_and_accuracy(params: Params, batch: Mapping[str, jax.Array], fram
     return stage_loss(params, stage_input(params, batch, frame, cfg, 0), batch, frame, cfg, 0)
 
 
-def theta_weights(basis: Basis, theta: jax.Array) -> dict[str, jax.Array]:
+def theta_weights(basis: Basis, theta: jax.Array, layers: tuple[int, ...] | None = None,
+                  ) -> dict[str, jax.Array]:
     """The trained corners of ``W(theta)``: ``blocks.l.attn.W_KQ [H, width(l), width(l)]`` and
-    ``unembed.W_U [d_model, n_out]`` (equal to ``project.weights``' leading corners)."""
+    ``unembed.W_U [d_model, n_out]`` (equal to ``project.weights``' leading corners);
+    ``layers``: only those layers' ``W_KQ`` (and ``W_U``), default all."""
     f = basis.frame
     check_frame(f)
     w = widths(f)
     out: dict[str, list] = {}
     for g in basis.groups:
+        if g.head is not None and layers is not None and int(g.param.split(".")[1]) not in layers:
+            continue
         th = theta[g.offset: g.offset + g.size].reshape(g.shape)
         if g.head is None:
             sel = jnp.asarray(basis.sel_out, theta.dtype)
