@@ -44,6 +44,7 @@ import numpy as np
 
 LossOfTheta = Callable[..., jax.Array]  # loss(theta [n], *args) -> scalar
 MODES = ("fast", "exact")
+TIE_RTOL = 2e-6  # costs this close are one tie (float rounding differs between evaluation forms)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -57,8 +58,7 @@ class Staged:
     stage_of: np.ndarray                     # int [n]
     prefix: Callable[..., jax.Array]         # prefix(theta, stage, *args) -> cache
     suffix: Callable[..., jax.Array]         # suffix(theta, cache, stage, *args) -> scalar
-    # closed[stage](theta, cache, idx [c], *args) -> [c]: every candidate's suffix at once, an
-    # exact reformulation (``suffix`` with ``theta[idx[j]] = 0``, up to float rounding)
+    # closed[stage](theta, cache, idx [c], *args) -> [c]: all suffixes at once, exactly
     closed: Mapping[int, Callable[..., jax.Array]] = dataclasses.field(default_factory=dict)
 
 
@@ -126,7 +126,6 @@ def _compiled_staged(staged: Staged) -> tuple[Callable, Callable]:
             jax.jit(lambda th, m, idx, cache, stage, args: staged.closed[stage](
                 th * m, cache, idx, *args), static_argnums=4))
     return _JITTED[staged]
-
 
 CLOSED_CHUNK = 256  # candidates per call of a closed form (one compilation; padding is cheap)
 
@@ -278,15 +277,10 @@ def eliminate(loss: LossOfTheta, theta: jax.Array, tau: float, *,
                        n_evals=ev.n_evals)
 
 
-TIE_RTOL = 2e-6  # costs this close are one tie (float rounding differs between evaluation forms)
-
-
 def _cheapest(cand: np.ndarray, costs: np.ndarray) -> int:
-    """The position of the cheapest candidate; a tie within ``TIE_RTOL`` (e.g. removing either
-    of two heads of one circuit leaves the same model) goes to the lowest coordinate index, so
-    the path does not depend on how the losses were rounded (staged, closed form, plain)."""
-    low = costs.min()
-    near = np.flatnonzero(costs <= low + TIE_RTOL * abs(low))
+    """The cheapest candidate's position; a tie within ``TIE_RTOL`` (removing either of two
+    heads of one circuit) goes to the lowest coordinate index, whatever the rounding."""
+    near = np.flatnonzero(costs <= costs.min() + TIE_RTOL * abs(costs.min()))
     return int(near[np.argmin(cand[near])])
 
 
