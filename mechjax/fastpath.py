@@ -20,6 +20,8 @@ paper's ``"ones"``, ``mechjax.attention_mix``) as ``mechjax.attention_rate`` doe
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 
@@ -49,6 +51,15 @@ def _first_attention(params: Params, tokens: jax.Array, cfg: ModelConfig,
                      key: jax.Array | None = None, rate: Rate = None,
                      mixing: str = "uniform") -> jax.Array:
     """Layer-0 attention output ``[b, p, d]`` from embedding tables (``key``: pattern dropout)."""
+    pattern, vo = _first_pattern(params, tokens, cfg, key, rate, mixing)
+    out = jnp.einsum("bhqk,bkhd->bqd", pattern, vo)  # b_V rides in vo: exact under dropout too
+    return out + params["blocks.0.attn.b_O"] if cfg.use_bias else out
+
+
+def _first_pattern(params: Params, tokens: jax.Array, cfg: ModelConfig,
+                   key: jax.Array | None = None, rate: Rate = None,
+                   mixing: str = "uniform") -> tuple[jax.Array, jax.Array]:
+    """Layer-0 pattern ``[b, h, q, k]`` and each key's value through W_O ``[b, k, h, d]``."""
     pre = "blocks.0.attn."
     w_vo = jnp.einsum("hde,hef->hdf", params[pre + "W_V"], params[pre + "W_O"])
     q = _table(params, params[pre + "W_Q"], tokens, cfg)
@@ -62,9 +73,7 @@ def _first_attention(params: Params, tokens: jax.Array, cfg: ModelConfig,
     if cfg.causal:
         scores = jnp.where(jnp.tril(jnp.ones((n_pos, n_pos), bool)), scores, -jnp.inf)
     pattern = mix(jax.nn.softmax(scores, axis=-1), rate, cfg.causal, mixing)
-    pattern = _dropout(pattern, cfg.dropout, key)
-    out = jnp.einsum("bhqk,bkhd->bqd", pattern, vo)  # b_V rides in vo: exact under dropout too
-    return out + params[pre + "b_O"] if cfg.use_bias else out
+    return _dropout(pattern, cfg.dropout, key), vo
 
 
 def _row_of(full_shape: tuple[int, ...], axis: int, index: int) -> DropFn:
@@ -78,10 +87,55 @@ def _row_of(full_shape: tuple[int, ...], axis: int, index: int) -> DropFn:
     return drop
 
 
-def _last_layer_at(params: Params, layer: int, x: jax.Array, position: int, cfg: ModelConfig,
-                   key: jax.Array | None = None, rate: Rate = None,
+class Factored(NamedTuple):
+    """A layer's input ``x0 + attn`` with ``attn[b, k] = sum_{h, j} pattern[b, h, k, j] vo[b, j, h]``
+    never formed: the last layer reads its input only through linear maps (no LayerNorm before
+    it), so each map goes through both terms. This drops layer 0's ``[b, p, p] x [b, p, d]``
+    product and, in the backward, its two transposed products and their re-layout copies."""
+
+    x0: jax.Array       # [b, p, d]
+    pattern: jax.Array  # [b, h, p, p]
+    vo: jax.Array       # [b, p, h, d]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.x0.shape
+
+    def row(self, position: int) -> jax.Array:  # the input at one position [b, d]
+        return self.x0[:, position] + jnp.einsum("bhj,bjhd->bd", self.pattern[:, :, position],
+                                                 self.vo)
+
+    def keys(self, n_keys: int) -> "Factored":  # the first n_keys positions as keys
+        return Factored(self.x0[:, :n_keys], self.pattern[:, :, :n_keys], self.vo)
+
+
+def _row(x: jax.Array | Factored, position: int) -> jax.Array:
+    return x.row(position) if isinstance(x, Factored) else x[:, position]
+
+
+def _dot_keys(u: jax.Array, keys: jax.Array | Factored) -> jax.Array:
+    """``u [b, h, d]`` against every key ``[b, k, d]`` -> ``[b, h, k]``."""
+    if not isinstance(keys, Factored):
+        return jnp.einsum("bhd,bkd->bhk", u, keys)
+    u_vo = jnp.einsum("bhd,bjgd->bhgj", u, keys.vo)
+    return jnp.einsum("bhd,bkd->bhk", u, keys.x0) + jnp.einsum("bgkj,bhgj->bhk", keys.pattern,
+                                                               u_vo)
+
+
+def _mix_keys(pattern: jax.Array, keys: jax.Array | Factored) -> jax.Array:
+    """Keys ``[b, k, d]`` weighted by ``pattern [b, h, k]`` -> ``[b, h, d]``."""
+    if not isinstance(keys, Factored):
+        return jnp.einsum("bhk,bkd->bhd", pattern, keys)
+    weights = jnp.einsum("bhk,bgkj->bhgj", pattern, keys.pattern)
+    return jnp.einsum("bhk,bkd->bhd", pattern, keys.x0) + jnp.einsum("bhgj,bjgd->bhd", weights,
+                                                                     keys.vo)
+
+
+def _last_layer_at(params: Params, layer: int, x: jax.Array | Factored, position: int,
+                   cfg: ModelConfig, key: jax.Array | None = None, rate: Rate = None,
                    mixing: str = "uniform") -> jax.Array:
-    """Residual after ``layer`` at one position ``[b, d]``, from its input ``x [b, p, d]``."""
+    """Residual after ``layer`` at one position ``[b, d]``, from its input ``x [b, p, d]``
+    (a ``Factored`` one only without a LayerNorm before the layer)."""
     pre = f"blocks.{layer}."
     k_attn, k_attn_out, k_mlp, k_mlp_out = _split(key, 4)
     batch, n_pos, d_model = x.shape
@@ -89,19 +143,20 @@ def _last_layer_at(params: Params, layer: int, x: jax.Array, position: int, cfg:
     inp = _layer_norm(params, pre + "ln1.", x, cfg, _identity_hook) \
         if cfg.normalization == "pre" else x
     n_keys = position + 1 if cfg.causal else n_pos
-    keys = inp[:, :n_keys] if cfg.causal else inp
-    q = jnp.einsum("bd,hde->bhe", inp[:, position], params[pre + "attn.W_Q"])
+    keys = (inp.keys(n_keys) if isinstance(inp, Factored) else inp[:, :n_keys]) \
+        if cfg.causal else inp
+    q = jnp.einsum("bd,hde->bhe", _row(inp, position), params[pre + "attn.W_Q"])
     if cfg.use_bias:
         q = q + params[pre + "attn.b_Q"]  # b_K adds the same score to every key: softmax ignores it
     u = jnp.einsum("bhe,hde->bhd", q, params[pre + "attn.W_K"])
-    pattern = jax.nn.softmax(jnp.einsum("bhd,bkd->bhk", u, keys) / cfg.scale, axis=-1)
+    pattern = jax.nn.softmax(_dot_keys(u, keys) / cfg.scale, axis=-1)
     pattern = mix(pattern, rate, False, mixing)  # the keys are the allowed ones already
     dropping = k_attn is not None and cfg.dropout > 0.0
     if dropping:
         pattern_drop = _row_of((batch, cfg.n_heads, n_pos, n_pos), 2, position)
         pattern = pattern_drop(jnp.pad(pattern, ((0, 0), (0, 0), (0, n_pos - n_keys))),
                                cfg.dropout, k_attn)[..., :n_keys]
-    mixed = jnp.einsum("bhk,bkd->bhd", pattern, keys)
+    mixed = _mix_keys(pattern, keys)
     w_vo = jnp.einsum("hde,hef->hdf", params[pre + "attn.W_V"], params[pre + "attn.W_O"])
     out = jnp.einsum("bhd,hdf->bf", mixed, w_vo)
     if cfg.use_bias and (dropping or (rate is not None and mixing == "ones")):
@@ -111,7 +166,7 @@ def _last_layer_at(params: Params, layer: int, x: jax.Array, position: int, cfg:
     elif cfg.use_bias:  # rows of the pattern sum to one, so b_V passes through unchanged
         out = out + jnp.einsum("he,hed->d", params[pre + "attn.b_V"], params[pre + "attn.W_O"])
         out = out + params[pre + "attn.b_O"]
-    resid = _add_and_norm(params, pre + "ln1.", x[:, position],
+    resid = _add_and_norm(params, pre + "ln1.", _row(x, position),
                           row(d_model)(out, cfg.dropout, k_attn_out), cfg)
     if cfg.has_mlp(layer):
         inp = _layer_norm(params, pre + "ln2.", resid, cfg, _identity_hook) \
@@ -148,6 +203,11 @@ def readout_logits(params: Params, tokens: jax.Array, cfg: ModelConfig, position
     keys = _split(key, cfg.n_layers)
     x = embed(params, tokens, cfg, _identity_hook)
     hook = _identity_hook if attn_rate is None else rate_hook(attn_rate, cfg, attn_mixing)
+    if _factors(cfg, key):
+        pattern, vo = _first_pattern(params, tokens, cfg, None, attn_rate, attn_mixing)
+        x = Factored(x + params["blocks.0.attn.b_O"] if cfg.use_bias else x, pattern, vo)
+        resid = _last_layer_at(params, last, x, position, cfg, None, attn_rate, attn_mixing)
+        return unembed(params, resid, cfg, _identity_hook)
     for layer in range(last):
         if layer == 0 and cfg.normalization != "pre":
             x = _first_block(params, tokens, x, cfg, keys[0], attn_rate, attn_mixing)
@@ -155,6 +215,13 @@ def readout_logits(params: Params, tokens: jax.Array, cfg: ModelConfig, position
             x = block(params, layer, x, cfg, hook, keys[layer])
     resid = _last_layer_at(params, last, x, position, cfg, keys[last], attn_rate, attn_mixing)
     return unembed(params, resid, cfg, _identity_hook)
+
+
+def _factors(cfg: ModelConfig, key: jax.Array | None) -> bool:
+    """Whether the last layer reads layer 0's attention unformed (``Factored``): two layers,
+    attention only in layer 0, no LayerNorm, no dropout drawn."""
+    return (cfg.n_layers == 2 and not cfg.has_mlp(0) and cfg.normalization == "none"
+            and (key is None or cfg.dropout == 0.0))
 
 
 def _first_block(params: Params, tokens: jax.Array, x: jax.Array, cfg: ModelConfig,
