@@ -20,13 +20,13 @@ paper's ``"ones"``, ``mechjax.attention_mix``) as ``mechjax.attention_rate`` doe
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import jax
 import jax.numpy as jnp
 
+from mechjax import fastpath_tables
 from mechjax.attention_mix import Rate, mix, rate_hook
 from mechjax.config import ModelConfig
+from mechjax.fastpath_tables import Tables
 from mechjax.model import (DropFn, Params, _dropout, _identity_hook, _layer_norm, _split,
                            _sublayer, block, embed, mlp, unembed)
 
@@ -87,55 +87,15 @@ def _row_of(full_shape: tuple[int, ...], axis: int, index: int) -> DropFn:
     return drop
 
 
-class Factored(NamedTuple):
-    """A layer's input ``x0 + attn`` with ``attn[b, k] = sum_{h, j} pattern[b, h, k, j] vo[b, j, h]``
-    never formed: the last layer reads its input only through linear maps (no LayerNorm before
-    it), so each map goes through both terms. This drops layer 0's ``[b, p, p] x [b, p, d]``
-    product and, in the backward, its two transposed products and their re-layout copies."""
-
-    x0: jax.Array       # [b, p, d]
-    pattern: jax.Array  # [b, h, p, p]
-    vo: jax.Array       # [b, p, h, d]
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.x0.shape
-
-    def row(self, position: int) -> jax.Array:  # the input at one position [b, d]
-        return self.x0[:, position] + jnp.einsum("bhj,bjhd->bd", self.pattern[:, :, position],
-                                                 self.vo)
-
-    def keys(self, n_keys: int) -> "Factored":  # the first n_keys positions as keys
-        return Factored(self.x0[:, :n_keys], self.pattern[:, :, :n_keys], self.vo)
+def _row(x: jax.Array | Tables, position: int) -> jax.Array:
+    return x.row(position) if isinstance(x, Tables) else x[:, position]
 
 
-def _row(x: jax.Array | Factored, position: int) -> jax.Array:
-    return x.row(position) if isinstance(x, Factored) else x[:, position]
-
-
-def _dot_keys(u: jax.Array, keys: jax.Array | Factored) -> jax.Array:
-    """``u [b, h, d]`` against every key ``[b, k, d]`` -> ``[b, h, k]``."""
-    if not isinstance(keys, Factored):
-        return jnp.einsum("bhd,bkd->bhk", u, keys)
-    u_vo = jnp.einsum("bhd,bjgd->bhgj", u, keys.vo)
-    return jnp.einsum("bhd,bkd->bhk", u, keys.x0) + jnp.einsum("bgkj,bhgj->bhk", keys.pattern,
-                                                               u_vo)
-
-
-def _mix_keys(pattern: jax.Array, keys: jax.Array | Factored) -> jax.Array:
-    """Keys ``[b, k, d]`` weighted by ``pattern [b, h, k]`` -> ``[b, h, d]``."""
-    if not isinstance(keys, Factored):
-        return jnp.einsum("bhk,bkd->bhd", pattern, keys)
-    weights = jnp.einsum("bhk,bgkj->bhgj", pattern, keys.pattern)
-    return jnp.einsum("bhk,bkd->bhd", pattern, keys.x0) + jnp.einsum("bhgj,bjgd->bhd", weights,
-                                                                     keys.vo)
-
-
-def _last_layer_at(params: Params, layer: int, x: jax.Array | Factored, position: int,
+def _last_layer_at(params: Params, layer: int, x: jax.Array | Tables, position: int,
                    cfg: ModelConfig, key: jax.Array | None = None, rate: Rate = None,
                    mixing: str = "uniform") -> jax.Array:
     """Residual after ``layer`` at one position ``[b, d]``, from its input ``x [b, p, d]``
-    (a ``Factored`` one only without a LayerNorm before the layer)."""
+    (``Tables`` only without a LayerNorm before the layer)."""
     pre = f"blocks.{layer}."
     k_attn, k_attn_out, k_mlp, k_mlp_out = _split(key, 4)
     batch, n_pos, d_model = x.shape
@@ -143,20 +103,22 @@ def _last_layer_at(params: Params, layer: int, x: jax.Array | Factored, position
     inp = _layer_norm(params, pre + "ln1.", x, cfg, _identity_hook) \
         if cfg.normalization == "pre" else x
     n_keys = position + 1 if cfg.causal else n_pos
-    keys = (inp.keys(n_keys) if isinstance(inp, Factored) else inp[:, :n_keys]) \
+    keys = (inp.keys(n_keys) if isinstance(inp, Tables) else inp[:, :n_keys]) \
         if cfg.causal else inp
     q = jnp.einsum("bd,hde->bhe", _row(inp, position), params[pre + "attn.W_Q"])
     if cfg.use_bias:
         q = q + params[pre + "attn.b_Q"]  # b_K adds the same score to every key: softmax ignores it
     u = jnp.einsum("bhe,hde->bhd", q, params[pre + "attn.W_K"])
-    pattern = jax.nn.softmax(_dot_keys(u, keys) / cfg.scale, axis=-1)
+    scores = keys.dot(u) if isinstance(keys, Tables) else jnp.einsum("bhd,bkd->bhk", u, keys)
+    pattern = jax.nn.softmax(scores / cfg.scale, axis=-1)
     pattern = mix(pattern, rate, False, mixing)  # the keys are the allowed ones already
     dropping = k_attn is not None and cfg.dropout > 0.0
     if dropping:
         pattern_drop = _row_of((batch, cfg.n_heads, n_pos, n_pos), 2, position)
         pattern = pattern_drop(jnp.pad(pattern, ((0, 0), (0, 0), (0, n_pos - n_keys))),
                                cfg.dropout, k_attn)[..., :n_keys]
-    mixed = _mix_keys(pattern, keys)
+    mixed = keys.mix(pattern) if isinstance(keys, Tables) else jnp.einsum("bhk,bkd->bhd",
+                                                                            pattern, keys)
     w_vo = jnp.einsum("hde,hef->hdf", params[pre + "attn.W_V"], params[pre + "attn.W_O"])
     out = jnp.einsum("bhd,hdf->bf", mixed, w_vo)
     if cfg.use_bias and (dropping or (rate is not None and mixing == "ones")):
@@ -203,11 +165,10 @@ def readout_logits(params: Params, tokens: jax.Array, cfg: ModelConfig, position
     keys = _split(key, cfg.n_layers)
     x = embed(params, tokens, cfg, _identity_hook)
     hook = _identity_hook if attn_rate is None else rate_hook(attn_rate, cfg, attn_mixing)
-    if _factors(cfg, key):
-        pattern, vo = _first_pattern(params, tokens, cfg, None, attn_rate, attn_mixing)
-        x = Factored(x + params["blocks.0.attn.b_O"] if cfg.use_bias else x, pattern, vo)
-        resid = _last_layer_at(params, last, x, position, cfg, None, attn_rate, attn_mixing)
-        return unembed(params, resid, cfg, _identity_hook)
+    if _tabled(cfg, key):
+        x = fastpath_tables.first_layer(params, tokens, cfg, attn_rate, attn_mixing)
+        return unembed(params, _last_layer_at(params, last, x, position, cfg, None, attn_rate,
+                                              attn_mixing), cfg, _identity_hook)
     for layer in range(last):
         if layer == 0 and cfg.normalization != "pre":
             x = _first_block(params, tokens, x, cfg, keys[0], attn_rate, attn_mixing)
@@ -217,9 +178,9 @@ def readout_logits(params: Params, tokens: jax.Array, cfg: ModelConfig, position
     return unembed(params, resid, cfg, _identity_hook)
 
 
-def _factors(cfg: ModelConfig, key: jax.Array | None) -> bool:
-    """Whether the last layer reads layer 0's attention unformed (``Factored``): two layers,
-    attention only in layer 0, no LayerNorm, no dropout drawn."""
+def _tabled(cfg: ModelConfig, key: jax.Array | None) -> bool:
+    """Whether layer 0 runs as tables (``mechjax.fastpath_tables``): two layers, attention only
+    in layer 0, no LayerNorm, no dropout drawn."""
     return (cfg.n_layers == 2 and not cfg.has_mlp(0) and cfg.normalization == "none"
             and (key is None or cfg.dropout == 0.0))
 
