@@ -2,7 +2,7 @@
 
 Used by the trainer when a task reads one position (``Task.readout`` is an int) and the model
 allows it (``applies(cfg)``); ``tests/test_fastpath.py`` checks loss and gradients against the
-full ``mechjax.model.forward``, with and without dropout. Two shortcuts:
+full ``mechjax.model.forward``, with and without dropout. Three shortcuts:
 
 1. First layer without a LayerNorm before it (no normalization, or post-LN): its input is
    ``W_E[tokens] + W_pos``, so every linear map of it is a table lookup,
@@ -12,6 +12,9 @@ full ``mechjax.model.forward``, with and without dropout. Two shortcuts:
    (``q K^T = (q W_K^T) X^T``) and values into the output (``A (X W_V) W_O = (A X)(W_V W_O)``), so
    no per-position key or value is ever formed, and the MLP, the LayerNorms and the unembedding
    run on one row.
+3. Two layers, layer 0 attention only, no LayerNorm, no dropout drawn (the Assign-and-Add
+   model): layer 1's input is never formed as ``[b, p, d]``; the last layer reads it through
+   embedding-sized tables and layer 0's pattern (``mechjax.fastpath_tables``).
 
 Dropout draws the full forward's masks (same keys, same shapes) and keeps the read row, so a
 training step is the one ``forward`` would take, not merely one with the same statistics.
@@ -51,15 +54,6 @@ def _first_attention(params: Params, tokens: jax.Array, cfg: ModelConfig,
                      key: jax.Array | None = None, rate: Rate = None,
                      mixing: str = "uniform") -> jax.Array:
     """Layer-0 attention output ``[b, p, d]`` from embedding tables (``key``: pattern dropout)."""
-    pattern, vo = _first_pattern(params, tokens, cfg, key, rate, mixing)
-    out = jnp.einsum("bhqk,bkhd->bqd", pattern, vo)  # b_V rides in vo: exact under dropout too
-    return out + params["blocks.0.attn.b_O"] if cfg.use_bias else out
-
-
-def _first_pattern(params: Params, tokens: jax.Array, cfg: ModelConfig,
-                   key: jax.Array | None = None, rate: Rate = None,
-                   mixing: str = "uniform") -> tuple[jax.Array, jax.Array]:
-    """Layer-0 pattern ``[b, h, q, k]`` and each key's value through W_O ``[b, k, h, d]``."""
     pre = "blocks.0.attn."
     w_vo = jnp.einsum("hde,hef->hdf", params[pre + "W_V"], params[pre + "W_O"])
     q = _table(params, params[pre + "W_Q"], tokens, cfg)
@@ -73,7 +67,9 @@ def _first_pattern(params: Params, tokens: jax.Array, cfg: ModelConfig,
     if cfg.causal:
         scores = jnp.where(jnp.tril(jnp.ones((n_pos, n_pos), bool)), scores, -jnp.inf)
     pattern = mix(jax.nn.softmax(scores, axis=-1), rate, cfg.causal, mixing)
-    return _dropout(pattern, cfg.dropout, key), vo
+    pattern = _dropout(pattern, cfg.dropout, key)
+    out = jnp.einsum("bhqk,bkhd->bqd", pattern, vo)  # b_V rides in vo: exact under dropout too
+    return out + params[pre + "b_O"] if cfg.use_bias else out
 
 
 def _row_of(full_shape: tuple[int, ...], axis: int, index: int) -> DropFn:
@@ -162,13 +158,13 @@ def readout_logits(params: Params, tokens: jax.Array, cfg: ModelConfig, position
     n_pos = tokens.shape[1]
     position = position % n_pos
     last = cfg.n_layers - 1
-    keys = _split(key, cfg.n_layers)
-    x = embed(params, tokens, cfg, _identity_hook)
-    hook = _identity_hook if attn_rate is None else rate_hook(attn_rate, cfg, attn_mixing)
     if _tabled(cfg, key):
         x = fastpath_tables.first_layer(params, tokens, cfg, attn_rate, attn_mixing)
         return unembed(params, _last_layer_at(params, last, x, position, cfg, None, attn_rate,
                                               attn_mixing), cfg, _identity_hook)
+    keys = _split(key, cfg.n_layers)
+    x = embed(params, tokens, cfg, _identity_hook)
+    hook = _identity_hook if attn_rate is None else rate_hook(attn_rate, cfg, attn_mixing)
     for layer in range(last):
         if layer == 0 and cfg.normalization != "pre":
             x = _first_block(params, tokens, x, cfg, keys[0], attn_rate, attn_mixing)

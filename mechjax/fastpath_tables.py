@@ -10,11 +10,11 @@ only through linear maps: its query row, ``u . x[b, k]`` for every key and
 ``sum_k pattern1[b, k] x[b, k]``. Each map is taken through the tables: ``u . E[t]`` is
 ``(u E^T)[t]``, a ``[b, d] x [d, V]`` product read through the one-hot tokens, and
 ``sum_k w[b, k] E[t_bk]`` is ``(sum_k w[b, k] onehot[b, k]) E``. Layer 0's scores are
-``(Q[t_q] + Q_pos[q]) . (K[t_k] + K_pos[k])``, read from the ``[V + p, V + p]`` table of all
-token/position score pairs. The arithmetic is the full forward's, summed in another order; the
-backward is then small products in the layouts XLA's CPU dot is fast at, where the ``[b, p, d]``
-form spends its time in transposed batched products and re-layout copies (BUILD_NOTES,
-issue 31 item 1).
+``(Q[t_q] + Q_pos[q]) . (K[t_k] + K_pos[k])``: four gathers from the ``[V + p, V + p]`` table of
+all token/position score pairs. The arithmetic is the full forward's, summed in another order
+(equal in float64, ``tests/test_fastpath.py``; in float32 equal to rounding). What it saves is
+the ``[b, p, d]`` form's transposed batched products and re-layout copies, which took most of the
+backward (BUILD_NOTES, issue 31 items 1 and 2, with the measured ratios).
 """
 from __future__ import annotations
 
@@ -48,9 +48,11 @@ class Tables(NamedTuple):
 
     def row(self, position: int) -> jax.Array:
         """``x[:, position]`` ``[b, d]``."""
-        batch, n_pos, _ = self.shape
-        return self.keys(n_pos).mix(jax.nn.one_hot(jnp.full((batch, 1), position), n_pos,
-                                                   dtype=self.emb.dtype))[:, 0]
+        through = self.pattern[:, :, position]  # [b, g, j]: position's own layer-0 pattern
+        return (self.onehot[:, position] @ self.emb + self.pos[position]
+                + jnp.einsum("bgv,vgd->bd", jnp.einsum("bgj,bjv->bgv", through, self.onehot),
+                             self.vo_emb)
+                + jnp.einsum("bgj,jgd->bd", through, self.vo_pos))
 
     def dot(self, u: jax.Array) -> jax.Array:
         """``u [b, h, d] . x[b, k]`` for every key ``k < n_keys`` -> ``[b, h, k]``."""
@@ -92,12 +94,13 @@ def first_layer(params: Params, tokens: jax.Array, cfg: ModelConfig, rate: Rate 
         vo_pos = vo_pos + jnp.einsum("he,hed->hd", params[pre + "b_V"], params[pre + "W_O"])
         pos = pos + params[pre + "b_O"]
     table = jnp.einsum("hwe,hxe->hwx", q, k) / cfg.scale  # [h, V + p, V + p]
-    at = jnp.arange(n_pos)
-    rows = table[:, tokens] + table[:, n_vocab + at][:, None]  # [h, b, q, V + p]
-    # each key as a row of the table, [b, V + p, k]: the scores are then [b, q, w] x [b, w, k]
-    w = jnp.arange(n_vocab + n_pos)[:, None]
-    pairs = ((w == tokens[:, None]) | (w == n_vocab + at)).astype(emb.dtype)
-    scores = jnp.einsum("hbqw,bwk->bhqk", rows, pairs)
+    # scores = token-token + token-position + position-token + position-position, each a gather
+    # from a block of the table (the backward: scatter-adds into the [V + p, V + p] table)
+    tok_tok, tok_pos = table[:, :n_vocab, :n_vocab], table[:, :n_vocab, n_vocab:]
+    pos_tok, pos_pos = table[:, n_vocab:, :n_vocab], table[:, n_vocab:, n_vocab:]
+    scores = (tok_tok[:, tokens[:, :, None], tokens[:, None, :]] + tok_pos[:, tokens]
+              + jnp.swapaxes(jnp.swapaxes(pos_tok, 1, 2)[:, tokens], 2, 3) + pos_pos[:, None])
+    scores = jnp.swapaxes(scores, 0, 1)  # [b, h, q, k]
     onehot = jax.nn.one_hot(tokens, n_vocab, dtype=emb.dtype)
     if cfg.causal:
         scores = jnp.where(jnp.tril(jnp.ones((n_pos, n_pos), bool)), scores, -jnp.inf)
