@@ -2,7 +2,7 @@
 
 Used by the trainer when a task reads one position (``Task.readout`` is an int) and the model
 allows it (``applies(cfg)``); ``tests/test_fastpath.py`` checks loss and gradients against the
-full ``mechjax.model.forward``, with and without dropout. Two shortcuts:
+full ``mechjax.model.forward``, with and without dropout. Three shortcuts:
 
 1. First layer without a LayerNorm before it (no normalization, or post-LN): its input is
    ``W_E[tokens] + W_pos``, so every linear map of it is a table lookup,
@@ -12,6 +12,9 @@ full ``mechjax.model.forward``, with and without dropout. Two shortcuts:
    (``q K^T = (q W_K^T) X^T``) and values into the output (``A (X W_V) W_O = (A X)(W_V W_O)``), so
    no per-position key or value is ever formed, and the MLP, the LayerNorms and the unembedding
    run on one row.
+3. Two layers, layer 0 attention only, no LayerNorm, no dropout drawn (the Assign-and-Add
+   model): layer 1's input is never formed as ``[b, p, d]``; the last layer reads it through
+   embedding-sized tables and layer 0's pattern (``mechjax.fastpath_tables``).
 
 Dropout draws the full forward's masks (same keys, same shapes) and keeps the read row, so a
 training step is the one ``forward`` would take, not merely one with the same statistics.
@@ -23,8 +26,10 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from mechjax import fastpath_tables
 from mechjax.attention_mix import Rate, mix, rate_hook
 from mechjax.config import ModelConfig
+from mechjax.fastpath_tables import Tables
 from mechjax.model import (DropFn, Params, _dropout, _identity_hook, _layer_norm, _split,
                            _sublayer, block, embed, mlp, unembed)
 
@@ -78,10 +83,15 @@ def _row_of(full_shape: tuple[int, ...], axis: int, index: int) -> DropFn:
     return drop
 
 
-def _last_layer_at(params: Params, layer: int, x: jax.Array, position: int, cfg: ModelConfig,
-                   key: jax.Array | None = None, rate: Rate = None,
+def _row(x: jax.Array | Tables, position: int) -> jax.Array:
+    return x.row(position) if isinstance(x, Tables) else x[:, position]
+
+
+def _last_layer_at(params: Params, layer: int, x: jax.Array | Tables, position: int,
+                   cfg: ModelConfig, key: jax.Array | None = None, rate: Rate = None,
                    mixing: str = "uniform") -> jax.Array:
-    """Residual after ``layer`` at one position ``[b, d]``, from its input ``x [b, p, d]``."""
+    """Residual after ``layer`` at one position ``[b, d]``, from its input ``x [b, p, d]``
+    (``Tables`` only without a LayerNorm before the layer)."""
     pre = f"blocks.{layer}."
     k_attn, k_attn_out, k_mlp, k_mlp_out = _split(key, 4)
     batch, n_pos, d_model = x.shape
@@ -89,19 +99,22 @@ def _last_layer_at(params: Params, layer: int, x: jax.Array, position: int, cfg:
     inp = _layer_norm(params, pre + "ln1.", x, cfg, _identity_hook) \
         if cfg.normalization == "pre" else x
     n_keys = position + 1 if cfg.causal else n_pos
-    keys = inp[:, :n_keys] if cfg.causal else inp
-    q = jnp.einsum("bd,hde->bhe", inp[:, position], params[pre + "attn.W_Q"])
+    keys = (inp.keys(n_keys) if isinstance(inp, Tables) else inp[:, :n_keys]) \
+        if cfg.causal else inp
+    q = jnp.einsum("bd,hde->bhe", _row(inp, position), params[pre + "attn.W_Q"])
     if cfg.use_bias:
         q = q + params[pre + "attn.b_Q"]  # b_K adds the same score to every key: softmax ignores it
     u = jnp.einsum("bhe,hde->bhd", q, params[pre + "attn.W_K"])
-    pattern = jax.nn.softmax(jnp.einsum("bhd,bkd->bhk", u, keys) / cfg.scale, axis=-1)
+    scores = keys.dot(u) if isinstance(keys, Tables) else jnp.einsum("bhd,bkd->bhk", u, keys)
+    pattern = jax.nn.softmax(scores / cfg.scale, axis=-1)
     pattern = mix(pattern, rate, False, mixing)  # the keys are the allowed ones already
     dropping = k_attn is not None and cfg.dropout > 0.0
     if dropping:
         pattern_drop = _row_of((batch, cfg.n_heads, n_pos, n_pos), 2, position)
         pattern = pattern_drop(jnp.pad(pattern, ((0, 0), (0, 0), (0, n_pos - n_keys))),
                                cfg.dropout, k_attn)[..., :n_keys]
-    mixed = jnp.einsum("bhk,bkd->bhd", pattern, keys)
+    mixed = keys.mix(pattern) if isinstance(keys, Tables) else jnp.einsum("bhk,bkd->bhd",
+                                                                            pattern, keys)
     w_vo = jnp.einsum("hde,hef->hdf", params[pre + "attn.W_V"], params[pre + "attn.W_O"])
     out = jnp.einsum("bhd,hdf->bf", mixed, w_vo)
     if cfg.use_bias and (dropping or (rate is not None and mixing == "ones")):
@@ -111,7 +124,7 @@ def _last_layer_at(params: Params, layer: int, x: jax.Array, position: int, cfg:
     elif cfg.use_bias:  # rows of the pattern sum to one, so b_V passes through unchanged
         out = out + jnp.einsum("he,hed->d", params[pre + "attn.b_V"], params[pre + "attn.W_O"])
         out = out + params[pre + "attn.b_O"]
-    resid = _add_and_norm(params, pre + "ln1.", x[:, position],
+    resid = _add_and_norm(params, pre + "ln1.", _row(x, position),
                           row(d_model)(out, cfg.dropout, k_attn_out), cfg)
     if cfg.has_mlp(layer):
         inp = _layer_norm(params, pre + "ln2.", resid, cfg, _identity_hook) \
@@ -145,6 +158,10 @@ def readout_logits(params: Params, tokens: jax.Array, cfg: ModelConfig, position
     n_pos = tokens.shape[1]
     position = position % n_pos
     last = cfg.n_layers - 1
+    if _tabled(cfg, key):
+        x = fastpath_tables.first_layer(params, tokens, cfg, attn_rate, attn_mixing)
+        return unembed(params, _last_layer_at(params, last, x, position, cfg, None, attn_rate,
+                                              attn_mixing), cfg, _identity_hook)
     keys = _split(key, cfg.n_layers)
     x = embed(params, tokens, cfg, _identity_hook)
     hook = _identity_hook if attn_rate is None else rate_hook(attn_rate, cfg, attn_mixing)
@@ -155,6 +172,13 @@ def readout_logits(params: Params, tokens: jax.Array, cfg: ModelConfig, position
             x = block(params, layer, x, cfg, hook, keys[layer])
     resid = _last_layer_at(params, last, x, position, cfg, keys[last], attn_rate, attn_mixing)
     return unembed(params, resid, cfg, _identity_hook)
+
+
+def _tabled(cfg: ModelConfig, key: jax.Array | None) -> bool:
+    """Whether layer 0 runs as tables (``mechjax.fastpath_tables``): two layers, attention only
+    in layer 0, no LayerNorm, no dropout drawn."""
+    return (cfg.n_layers == 2 and not cfg.has_mlp(0) and cfg.normalization == "none"
+            and (key is None or cfg.dropout == 0.0))
 
 
 def _first_block(params: Params, tokens: jax.Array, x: jax.Array, cfg: ModelConfig,

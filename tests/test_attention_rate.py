@@ -55,12 +55,16 @@ def test_rate_one_is_the_model_exactly_and_rate_zero_uniform():
         ar.forward(params, tokens, CFG, 0.5, mixing="one")
 
 
-@pytest.mark.parametrize("n_layers,causal,mixing,bias", [(1, False, "uniform", False),
-                                                         (2, True, "uniform", False),
-                                                         (2, True, "ones", True)])
-def test_fast_readout_at_a_rate_is_the_forward_at_that_rate(n_layers, causal, mixing, bias):
+@pytest.mark.parametrize("n_layers,causal,mixing,bias,mlp_layers",
+                         [(1, False, "uniform", False, None), (2, True, "uniform", False, None),
+                          (2, True, "ones", True, None),
+                          # layer 0 attention only: the rate reaches layer 0 through the tables
+                          (2, True, "ones", True, (False, True))])
+def test_fast_readout_at_a_rate_is_the_forward_at_that_rate(n_layers, causal, mixing, bias,
+                                                            mlp_layers):
     cfg = ModelConfig(n_layers=n_layers, d_model=16, n_heads=2, d_head=8, d_mlp=32, d_vocab=11,
-                      n_ctx=3, causal=causal, use_bias=bias)
+                      n_ctx=3, causal=causal, use_bias=bias, mlp_layers=mlp_layers)
+    assert fastpath._tabled(cfg, None) == (mlp_layers is not None)
     params = init_params(jax.random.PRNGKey(1), cfg, scale=2.0)
     tokens = jnp.asarray(np.random.default_rng(1).integers(0, 11, (32, 3)), jnp.int32)
     for rate in (0.0, 0.3, 1.0):

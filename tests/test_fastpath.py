@@ -14,6 +14,11 @@ CONFIGS = {
                                            d_vocab=12, n_ctx=7, causal=False),
     "three_layers_bias": ModelConfig(n_layers=3, d_model=16, n_heads=2, d_mlp=32, d_vocab=12,
                                      n_ctx=7, use_bias=True, init="pytorch"),
+    # layer 0 attention only, no LayerNorm: the last layer reads layer 0 factored
+    "two_layers_bias_bidirectional": ModelConfig(n_layers=2, d_model=16, n_heads=2, d_mlp=32,
+                                                 d_vocab=12, n_ctx=7, use_bias=True,
+                                                 causal=False, mlp_layers=(False, True),
+                                                 init="pytorch"),
     "attn_only_no_pos": ModelConfig(n_layers=2, d_model=16, n_heads=2, d_vocab=12, n_ctx=7,
                                     attn_only=True, positional_embedding=False),
 }
@@ -32,6 +37,7 @@ DROPOUT_CONFIGS = {
 @pytest.mark.parametrize("name, position, dropout_key",
                          [(name, -1, None) for name in sorted(CONFIGS)]
                          + [("three_layers_bias", 3, None), ("one_layer_bidirectional", 2, None),
+                            ("assign_add", 3, None), ("two_layers_bias_bidirectional", 2, None),
                             ("grokking_post_ln", -1, 7), ("pre_ln_three_layers", 4, 9)])
 @pytest.mark.timeout(600)  # a whole tiny experiment: 30-75 s cold on 2 cores
 def test_readout_loss_and_gradients_equal_full_forward(name, position, dropout_key):
@@ -40,6 +46,9 @@ def test_readout_loss_and_gradients_equal_full_forward(name, position, dropout_k
     cfg = {**CONFIGS, **DROPOUT_CONFIGS}[name]
     key = None if dropout_key is None else jax.random.PRNGKey(dropout_key)
     assert fastpath.applies(cfg)
+    # layer 0 as tables (mechjax.fastpath_tables) is taken by exactly these
+    assert fastpath._tabled(cfg, key) == (name in ("assign_add", "attn_only_no_pos",
+                                                     "two_layers_bias_bidirectional"))
     with jax.enable_x64(True):
         params = jax.tree.map(lambda x: jnp.asarray(x, jnp.float64),
                               init_params(jax.random.PRNGKey(0), cfg, scale=3.0))

@@ -1,0 +1,108 @@
+"""Layer 0 of a two-layer model as embedding-sized tables: no ``[batch, position, d_model]`` tensor.
+
+For the fast path (``mechjax.fastpath``) when layer 0 is attention only, with no LayerNorm and no
+dropout drawn. Then layer 1 sees
+
+    x[b, k] = E[t_bk] + P[k] + sum_{g, j} pattern[b, g, k, j] (VE[t_bj, g] + VP[j, g])
+
+(``E = W_E``, ``P = W_pos (+ b_O)``, ``VE``, ``VP``: the same through ``W_V W_O``), and reads it
+only through linear maps: its query row, ``u . x[b, k]`` for every key and
+``sum_k pattern1[b, k] x[b, k]``. Each map is taken through the tables: ``u . E[t]`` is
+``(u E^T)[t]``, a ``[b, d] x [d, V]`` product read through the one-hot tokens, and
+``sum_k w[b, k] E[t_bk]`` is ``(sum_k w[b, k] onehot[b, k]) E``. Layer 0's scores are
+``(Q[t_q] + Q_pos[q]) . (K[t_k] + K_pos[k])``: four gathers from the ``[V + p, V + p]`` table of
+all token/position score pairs. The arithmetic is the full forward's, summed in another order
+(equal in float64, ``tests/test_fastpath.py``; in float32 equal to rounding). What it saves is
+the ``[b, p, d]`` form's transposed batched products and re-layout copies, which took most of the
+backward (BUILD_NOTES, issue 31 items 1 and 2, with the measured ratios).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from mechjax.attention_mix import Rate, mix
+from mechjax.config import ModelConfig
+from mechjax.model import Params
+
+
+class Tables(NamedTuple):
+    """Layer 1's input (module docstring); ``n_keys``: positions read as keys."""
+
+    onehot: jax.Array   # [b, p, V] the tokens
+    emb: jax.Array      # [V, d]
+    pos: jax.Array      # [p, d]
+    vo_emb: jax.Array   # [V, g, d]
+    vo_pos: jax.Array   # [p, g, d]
+    pattern: jax.Array  # [b, g, p, p] layer 0's
+    n_keys: int
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.onehot.shape[0], self.onehot.shape[1], self.emb.shape[1]
+
+    def keys(self, n_keys: int) -> "Tables":
+        return self._replace(n_keys=n_keys)
+
+    def row(self, position: int) -> jax.Array:
+        """``x[:, position]`` ``[b, d]``."""
+        through = self.pattern[:, :, position]  # [b, g, j]: position's own layer-0 pattern
+        return (self.onehot[:, position] @ self.emb + self.pos[position]
+                + jnp.einsum("bgv,vgd->bd", jnp.einsum("bgj,bjv->bgv", through, self.onehot),
+                             self.vo_emb)
+                + jnp.einsum("bgj,jgd->bd", through, self.vo_pos))
+
+    def dot(self, u: jax.Array) -> jax.Array:
+        """``u [b, h, d] . x[b, k]`` for every key ``k < n_keys`` -> ``[b, h, k]``."""
+        n = self.n_keys
+        direct = jnp.einsum("bhv,bkv->bhk", jnp.einsum("bhd,vd->bhv", u, self.emb),
+                            self.onehot[:, :n]) + jnp.einsum("bhd,kd->bhk", u, self.pos[:n])
+        u_vo = jnp.einsum("bhgv,bjv->bhgj", jnp.einsum("bhd,vgd->bhgv", u, self.vo_emb),
+                          self.onehot) + jnp.einsum("bhd,jgd->bhgj", u, self.vo_pos)
+        return direct + jnp.einsum("bgkj,bhgj->bhk", self.pattern[:, :, :n], u_vo)
+
+    def mix(self, weights: jax.Array) -> jax.Array:
+        """``sum_k weights[b, h, k] x[b, k]`` over ``k < n_keys`` -> ``[b, h, d]``."""
+        n = self.n_keys
+        direct = jnp.einsum("bhv,vd->bhd", jnp.einsum("bhk,bkv->bhv", weights,
+                                                      self.onehot[:, :n]), self.emb)
+        through = jnp.einsum("bhk,bgkj->bhgj", weights, self.pattern[:, :, :n])
+        return (direct + jnp.einsum("bhk,kd->bhd", weights, self.pos[:n])
+                + jnp.einsum("bhgv,vgd->bhd", jnp.einsum("bhgj,bjv->bhgv", through,
+                                                         self.onehot), self.vo_emb)
+                + jnp.einsum("bhgj,jgd->bhd", through, self.vo_pos))
+
+
+def first_layer(params: Params, tokens: jax.Array, cfg: ModelConfig, rate: Rate = None,
+                mixing: str = "uniform") -> Tables:
+    """Layer 1's input as ``Tables``: layer 0's pattern from its score table, and the tables."""
+    pre = "blocks.0.attn."
+    n_pos, n_vocab = tokens.shape[1], cfg.d_vocab
+    emb = params["embed.W_E"]
+    pos = params["pos_embed.W_pos"][:n_pos] if cfg.positional_embedding \
+        else jnp.zeros((n_pos, cfg.d_model), emb.dtype)
+    both = jnp.concatenate([emb, pos])  # [V + p, d]: a token's rows, then a position's
+    q = jnp.einsum("wd,hde->hwe", both, params[pre + "W_Q"])
+    k = jnp.einsum("wd,hde->hwe", both, params[pre + "W_K"])
+    w_vo = jnp.einsum("hde,hef->hdf", params[pre + "W_V"], params[pre + "W_O"])
+    vo_pos = jnp.einsum("pd,hdf->phf", pos, w_vo)
+    if cfg.use_bias:  # each (token, position) pair holds one position row: the biases go there
+        q = q.at[:, n_vocab:].add(params[pre + "b_Q"][:, None])
+        k = k.at[:, n_vocab:].add(params[pre + "b_K"][:, None])
+        vo_pos = vo_pos + jnp.einsum("he,hed->hd", params[pre + "b_V"], params[pre + "W_O"])
+        pos = pos + params[pre + "b_O"]
+    table = jnp.einsum("hwe,hxe->hwx", q, k) / cfg.scale  # [h, V + p, V + p]
+    # scores = token-token + token-position + position-token + position-position, each a gather
+    # from a block of the table (the backward: scatter-adds into the [V + p, V + p] table)
+    tok_tok, tok_pos = table[:, :n_vocab, :n_vocab], table[:, :n_vocab, n_vocab:]
+    pos_tok, pos_pos = table[:, n_vocab:, :n_vocab], table[:, n_vocab:, n_vocab:]
+    scores = (tok_tok[:, tokens[:, :, None], tokens[:, None, :]] + tok_pos[:, tokens]
+              + jnp.swapaxes(jnp.swapaxes(pos_tok, 1, 2)[:, tokens], 2, 3) + pos_pos[:, None])
+    scores = jnp.swapaxes(scores, 0, 1)  # [b, h, q, k]
+    onehot = jax.nn.one_hot(tokens, n_vocab, dtype=emb.dtype)
+    if cfg.causal:
+        scores = jnp.where(jnp.tril(jnp.ones((n_pos, n_pos), bool)), scores, -jnp.inf)
+    pattern = mix(jax.nn.softmax(scores, axis=-1), rate, cfg.causal, mixing)
+    return Tables(onehot, emb, pos, jnp.einsum("vd,hdf->vhf", emb, w_vo), vo_pos, pattern, n_pos)
