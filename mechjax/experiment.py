@@ -121,9 +121,13 @@ def run_cli(run_fn, format_fn, main_file: str, schema: Schema,
     # before the config flag is defined: ml_collections reads its --config.<key> overrides off
     # sys.argv when the flag is defined
     sys.argv[:] = expand_aliases(sys.argv, aliases or {})
+    # new attributes accepted: a key the schema has but a config file leaves at its default
+    # (``--config.detect.mode=exact``) is still overridable; a path the schema lacks is refused
+    # in ``parse`` before ml_collections sees it, and the schema checks every value
     config = config_flags.DEFINE_config_file(
         "config", os.path.join(os.path.dirname(os.path.abspath(main_file)), "configs",
-                               default_config), schema.help())
+                               default_config), schema.help(), lock_config=False,
+        accept_new_attributes=True)
     workdir = flags.DEFINE_string("workdir", None,
                                   "run folder (config, checkpoints, metrics, figures, summary)")
     overwrite = flags.DEFINE_bool(
@@ -141,6 +145,9 @@ def run_cli(run_fn, format_fn, main_file: str, schema: Schema,
                                       "multi-process run: this process's index, 0..N-1")
 
     def parse(argv: list[str]) -> list[str]:
+        unknown = schema.override_error(argv)
+        if unknown:
+            sys.exit(f"error: {unknown}")
         try:
             return flags.FLAGS(argv)
         except flags.Error as err:  # a value the flag's own parser refused (2.5 for an int)

@@ -159,3 +159,18 @@ def test_the_cli_refuses_bad_overrides_in_one_line_before_writing(tmp_path, args
     assert proc.stderr.strip().startswith(expected), proc.stderr[-2000:]
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr[-2000:]
     assert not workdir.exists()
+
+
+def test_a_schema_key_the_config_file_leaves_at_its_default_is_overridable(tmp_path):
+    # imir_detect's config files do not set detect.mode (the schema's default): the override
+    # must reach the schema (which refuses this value), not die in flag parsing
+    workdir = tmp_path / "run"
+    proc = subprocess.run([PYTHON, "-m", "experiments.imir_detect", f"--workdir={workdir}",
+                           "--config=experiments/imir_detect/configs/tiny.py",
+                           "--config.detect.mode=bogus"],
+                          cwd=REPO, env=run_module_env(), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode != 0
+    assert proc.stderr.strip() == ("error: config.detect.mode='bogus': must be one of "
+                                   "('fast', 'exact')"), proc.stderr[-2000:]
+    assert not workdir.exists()
