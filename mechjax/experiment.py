@@ -101,6 +101,25 @@ def expand_aliases(argv: list[str], aliases: Mapping[str, str]) -> list[str]:
     return out
 
 
+def _parse_flags(schema: Schema, argv: list[str]) -> list[str]:
+    """absl's flag parsing, each refusal as one line naming the override."""
+    import sys
+
+    from absl import flags
+    unknown = schema.override_error(argv)
+    if unknown:
+        sys.exit(f"error: {unknown}")
+    try:
+        return flags.FLAGS(argv)
+    except flags.Error as err:  # a value the flag's own parser refused (2.5 for an int)
+        sys.exit(f"error: {schema.flag_error(argv, err)}")
+    except (AttributeError, KeyError, TypeError, ValueError) as err:
+        # ml_collections raises these from inside flag parsing for an override of a key
+        # the config does not have; the schema says which keys exist.
+        line = schema.override_error(argv) or f"{type(err).__name__}: {err}".splitlines()[0]
+        sys.exit(f"error: {line}")
+
+
 def run_cli(run_fn, format_fn, main_file: str, schema: Schema,
             default_config: str = "cpu.py", aliases: Mapping[str, str] | None = None) -> None:
     """The whole ``__main__`` of an experiment: ``--workdir``, ``--config`` (an ml_collections
@@ -144,19 +163,7 @@ def run_cli(run_fn, format_fn, main_file: str, schema: Schema,
     process_id = flags.DEFINE_integer("process_id", None,
                                       "multi-process run: this process's index, 0..N-1")
 
-    def parse(argv: list[str]) -> list[str]:
-        unknown = schema.override_error(argv)
-        if unknown:
-            sys.exit(f"error: {unknown}")
-        try:
-            return flags.FLAGS(argv)
-        except flags.Error as err:  # a value the flag's own parser refused (2.5 for an int)
-            sys.exit(f"error: {schema.flag_error(argv, err)}")
-        except (AttributeError, KeyError, TypeError, ValueError) as err:
-            # ml_collections raises these from inside flag parsing for an override of a key
-            # the config does not have; the schema says which keys exist.
-            line = schema.override_error(argv) or f"{type(err).__name__}: {err}".splitlines()[0]
-            sys.exit(f"error: {line}")
+    parse = lambda argv: _parse_flags(schema, argv)  # noqa: E731
 
     def main(argv):
         if len(argv) > 1:
