@@ -7,6 +7,7 @@ half-written run.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Mapping
 
 from mechjax import distributed, watchdog
@@ -114,10 +115,9 @@ def _parse_flags(schema: Schema, argv: list[str]) -> list[str]:
     except flags.Error as err:  # a value the flag's own parser refused (2.5 for an int)
         sys.exit(f"error: {schema.flag_error(argv, err)}")
     except (AttributeError, KeyError, TypeError, ValueError) as err:
-        # ml_collections raises these from inside flag parsing for an override of a key
-        # the config does not have; the schema says which keys exist.
-        line = schema.override_error(argv) or f"{type(err).__name__}: {err}".splitlines()[0]
-        sys.exit(f"error: {line}")
+        # ml_collections raises these from inside flag parsing (every path is a schema key by
+        # now, so this is a value it could not take): its own first line
+        sys.exit(f"error: {type(err).__name__}: {err}".splitlines()[0])
 
 
 def run_cli(run_fn, format_fn, main_file: str, schema: Schema,
@@ -163,7 +163,7 @@ def run_cli(run_fn, format_fn, main_file: str, schema: Schema,
     process_id = flags.DEFINE_integer("process_id", None,
                                       "multi-process run: this process's index, 0..N-1")
 
-    parse = lambda argv: _parse_flags(schema, argv)  # noqa: E731
+    parse = functools.partial(_parse_flags, schema)
 
     def main(argv):
         if len(argv) > 1:
