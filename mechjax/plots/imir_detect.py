@@ -7,12 +7,14 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 import numpy as np
+from matplotlib import ticker
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure, SubFigure
 
 from mechjax.analysis.imir.detection.circuits import Unit, unit_edges
 from mechjax.plots.canvas import axes_or_new, figure_or_new, root_figure
 
+KEPT_TICKS = [0] + [m * 10 ** e for e in range(5) for m in (1, 2, 5)]
 KIND_COLORS = {"shift": "#1f77b4", "match": "#2ca02c", "copy": "#d62728", "iwl": "#9467bd",
                "helper": "#999999"}
 
@@ -99,6 +101,10 @@ def budget_curve(curves: Sequence[Mapping[str, Sequence[float]]], chosen: Sequen
         ax.set_xlabel("loss budget tau (circle: reported)")
         ax.set_ylabel(ylabel)
     axes[0].set_yscale("symlog", linthresh=10)
+    # plain counts at 1-2-5 steps: symlog's own formatter labels the axis ends (8.4x10^0)
+    axes[0].yaxis.set_major_locator(ticker.FixedLocator(KEPT_TICKS))
+    axes[0].yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    axes[0].yaxis.set_minor_locator(ticker.NullLocator())
     axes[0].set_ylim(bottom=-0.5)
     axes[1].set_ylim(bottom=-0.5)
     axes[-1].set_ylim(-0.02, 1.02)
