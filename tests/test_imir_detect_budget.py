@@ -26,6 +26,17 @@ def test_rule_picks_the_loosest_tau_within_the_margin(acc, want):
     assert budget.pick(acc, 1.0, 0.02) == want
 
 
+def test_doubling_compares_the_kept_sets_budget_by_budget():
+    a = np.array([[1, 1, 0, 1], [1, 0, 0, 1], [0, 0, 0, 0]], bool)     # kept per tau, batch B
+    b = np.array([[1, 1, 0, 1], [1, 1, 0, 0], [0, 0, 0, 0]], bool)     # the same on 2B
+    got = budget.doubling(list(a), list(b), reported=1)
+    assert got["same_per_tau"] == [True, False, True] and got["taus_same"] == 2
+    assert not got["all_same"] and not got["same_at_reported_tau"]
+    assert got["jaccard_per_tau"] == [1.0, pytest.approx(1 / 3), 1.0]  # two empty sets agree
+    assert got["kept_doubled"] == [3, 2, 0]
+    assert budget.doubling(list(a), list(a), reported=0)["all_same"]
+
+
 def test_a_greedy_path_stopped_at_a_tighter_budget_is_the_run_at_that_budget():
     """Costs 1e-3 .. 1 with two redundant copies (3, 4: either alone is free, both cost 0.6):
     the path of the loosest run, stopped at each tighter budget, keeps what a run at that

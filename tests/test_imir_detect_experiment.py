@@ -22,7 +22,9 @@ from mechjax.weights import save_npz
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     wd = str(tmp_path_factory.mktemp("tiny") / "run")
-    return wd, rd.run(tiny.get_config(), wd)
+    c = tiny.get_config()
+    c.detect.batch_doubling = True
+    return wd, rd.run(c, wd)
 
 
 def test_tiny_config_end_to_end(tiny_run):
@@ -50,6 +52,8 @@ def test_tiny_config_end_to_end(tiny_run):
         assert set(s[k]) == set(STAT_KEYS) and len(s[k]["per_seed"]) == 2, k
     assert s["acc_circuit"]["per_seed"] == [r["acc/circuit"] for r in s["per_seed"]]
     assert len(s["tau_curve"]["helpers"]) == 3 and "canonical_recovered" in s
+    assert s["kept_same_when_batch_doubles"]["per_seed"] == [
+        int(r["batch_doubling"]["all_same"]) for r in s["per_seed"]]
     assert summary["tau_rule"].startswith("the loosest tau")
     with open(os.path.join(wd, "summary.json")) as f:
         assert json.load(f)["recall_icl"]["kept"] == s["kept"]
@@ -79,11 +83,22 @@ def test_detects_a_given_weights_file(tmp_path):
     save_npz({k: np.asarray(v) for k, v in params.items()}, path)
     c.weights, c.weights_causal = path, True
     c.recall_icl.enabled = False
+    c.detect.batch_doubling = True
     summary = rd.run(c, str(tmp_path / "run"))
     w = summary["weights"]
     assert w["abgd_found"] == ["alpha", "beta", "gamma"]
     assert w["manifold_explained_fraction"] == pytest.approx(1.0, abs=1e-5)
     assert w["acc/circuit"] >= w["acc/full"] - 0.02
+    # twice the batch (the same model and budgets): at the tightest budget both keep the
+    # circuit's five coordinates (the planted positional self-score costs less than any budget);
+    # looser budgets cut into the redundant class-split copies, where the batches may differ
+    bd = w["batch_doubling"]
+    assert (bd["batch_size"], bd["doubled"]) == (64, 128)
+    assert bd["same_per_tau"][0] and bd["kept_doubled"][0] == w["tau_curve"]["kept"][0] == 5
+    for same, jac, k2, k in zip(bd["same_per_tau"], bd["jaccard_per_tau"], bd["kept_doubled"],
+                                w["tau_curve"]["kept"]):
+        assert (jac == 1.0) == same and (k2 == k or not same)
+    assert bd["taus_same"] == sum(bd["same_per_tau"])
 
 
 @pytest.mark.parametrize("change, match", [

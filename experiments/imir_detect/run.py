@@ -184,21 +184,33 @@ def taus_of(c: dict) -> tuple[float, ...]:
     return (c["tau"],) if c["tau"] is not None else tuple(c["tau_curve"])
 
 
-def detect_one(st: dict, params: dict, c: dict, seed: int) -> tuple[dt.Detection, dict]:
-    """The detection at every budget, the one the rule picks (``budget.pick``) and its JSON
-    report (with the budget curve, and the head-level comparison when asked)."""
-    d, taus = c["detect"], taus_of(c)
-    batch, eval_batch = _batches(st, d, seed)
-    dets = dt.detect_curve(params, st["basis"], batch, taus, eval_batch=eval_batch,
+def _curve(st: dict, params: dict, d: dict, taus: tuple[float, ...], batch, eval_batch
+           ) -> list[dt.Detection]:
+    return dt.detect_curve(params, st["basis"], batch, taus, eval_batch=eval_batch,
                            exact_max=d["exact_max"], screen=d["screen"], refresh=d["refresh"],
                            bulk_fraction=d["bulk_fraction"], overshoot=d["overshoot"],
                            cost_bulk=d["cost_bulk"], curve_points=d["curve_points"],
                            causal=st["cfg"]["causal"], mode=d["mode"])
+
+
+def detect_one(st: dict, params: dict, c: dict, seed: int) -> tuple[dt.Detection, dict]:
+    """The detection at every budget, the one the rule picks (``budget.pick``) and its JSON
+    report (with the budget curve; the head-level comparison and the batch-doubling check
+    (``budget.doubling``) when asked)."""
+    d, taus = c["detect"], taus_of(c)
+    batch, eval_batch = _batches(st, d, seed)
+    dets = _curve(st, params, d, taus, batch, eval_batch)
     i, met = budget.pick([x.accuracy["selection_circuit"] for x in dets],
                          dets[0].accuracy["selection_full"], c["tau_margin"])
     det = dets[i]
     rep = {"tau": taus[i], "tau_rule_met": met, **dt.report(det),
            "tau_curve": budget.curve(dets, taus)}
+    if d["batch_doubling"]:
+        doubled = _batches(st, {**d, "batch_size": 2 * d["batch_size"]}, seed)[0]
+        again = _curve(st, params, d, taus, doubled, eval_batch)
+        rep["batch_doubling"] = {"batch_size": d["batch_size"], "doubled": 2 * d["batch_size"],
+                                 **budget.doubling([x.elimination.kept for x in dets],
+                                                   [x.elimination.kept for x in again], i)}
     rep["model"] = {k: st["cfg"][k] for k in ("causal", "offsets", "positions")}
     if d["head_ablation"]:
         rep["heads"] = dt.against_heads(params, det, st["basis"], eval_batch, taus[i],

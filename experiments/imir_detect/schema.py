@@ -80,5 +80,8 @@ SCHEMA = Schema(
         curve_points=integer("points of the accuracy-vs-kept curve", min=2),
         head_ablation=boolean("also mean-ablate every head (head-level analysis) and report the "
                               "kept units it cannot see", default=True),
+        batch_doubling=boolean("also detect on twice batch_size sequences and report, per tau, "
+                               "whether the kept set is the same (is the batch large enough?)",
+                               default=False),
     ),
 )

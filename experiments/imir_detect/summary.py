@@ -8,7 +8,9 @@ Keys per setting (``summary.json``: ``summary[setting][key]``, e.g. ``khop/canon
 ``helpers``, ``circuits_with_4_canonical``, ``max_hops``, ``acc_full``, ``acc_projected``,
 ``acc_circuit``, ``acc_without_helpers``, ``acc_gap_full_minus_circuit``, ``tau`` (the budget
 reported per seed), ``tau_rule_met``, with ``head_ablation``: ``heads_important``,
-``helpers_in_unimportant_heads``. ``per_seed`` holds each seed's full report
+``helpers_in_unimportant_heads``; with ``batch_doubling``: ``kept_same_when_batch_doubles``
+(1 where the kept set is the same at every budget on twice the batch) and
+``taus_same_when_batch_doubles``. ``per_seed`` holds each seed's full report
 (``detector.report`` keys, with its own ``tau_curve``).
 """
 from __future__ import annotations
@@ -47,6 +49,9 @@ def _derived(r: dict) -> dict[str, Any]:
     if "heads" in r:
         out["heads_important"] = r["heads"]["n_heads_important"]
         out["helpers_in_unimportant_heads"] = r["heads"]["n_helpers_in_unimportant_heads"]
+    if "batch_doubling" in r:
+        out["kept_same_when_batch_doubles"] = int(r["batch_doubling"]["all_same"])
+        out["taus_same_when_batch_doubles"] = r["batch_doubling"]["taus_same"]
     return out
 
 
@@ -72,7 +77,8 @@ def summarise(name: str, reports: list[dict], seeds: list[int]) -> dict:
 ORDER = ("tau", "tau_rule_met", "coordinates_total", "explained_fraction", "kept", "units",
          "canonical_units", "helpers", "circuits_with_4_canonical", "max_hops", "acc_full",
          "acc_projected", "acc_circuit", "acc_without_helpers", "acc_gap_full_minus_circuit",
-         "heads_important", "helpers_in_unimportant_heads")
+         "heads_important", "helpers_in_unimportant_heads", "kept_same_when_batch_doubles",
+         "taus_same_when_batch_doubles")
 REPORT_LINES = ("source", "setting", "tau", "tau_rule_met", *FROM_REPORT.values(),
                 "deviations", "abgd_found")
 

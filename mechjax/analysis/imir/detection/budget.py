@@ -13,6 +13,12 @@ elimination ran on), so the held-out accuracies reported at the chosen budget ar
 it was chosen on. Where even the tightest budget's circuit falls short (a model the manifold
 explains poorly: its projection alone is below the full model) the tightest is reported and
 ``met`` is False.
+
+``doubling(kept, kept_doubled, reported)`` says whether the elimination's batch was large enough:
+the kept set at each budget compared with the one found on a batch twice as large (the same
+model, the same budgets). Coordinates whose removal costs about the budget are kept or removed
+by the batch's sampling noise, so only a kept set that survives the doubling is a property of
+the model rather than of the batch.
 """
 from __future__ import annotations
 
@@ -54,3 +60,17 @@ def curve(dets: Sequence, taus: Sequence[float]) -> dict[str, list]:
         "acc_selection_circuit": [d.accuracy["selection_circuit"] for d in dets],
         "acc_full": dets[0].accuracy["full"],
     }
+
+
+def doubling(kept: Sequence[np.ndarray], kept_doubled: Sequence[np.ndarray],
+             reported: int) -> dict:
+    """``kept [n_taus]`` and ``kept_doubled [n_taus]``: bool masks ``[n]`` per budget, on the
+    elimination's batch and on one twice as large; ``reported``: the reported budget's index.
+    Per budget whether the two kept sets are equal and their Jaccard overlap (1 for two empty
+    sets), how many budgets agree, and whether the reported one does."""
+    same = [bool(np.array_equal(a, b)) for a, b in zip(kept, kept_doubled)]
+    jaccard = [float((a & b).sum() / max(int((a | b).sum()), 1)) if (a | b).any() else 1.0
+               for a, b in zip(kept, kept_doubled)]
+    return {"same_per_tau": same, "taus_same": int(sum(same)), "all_same": all(same),
+            "same_at_reported_tau": same[reported], "jaccard_per_tau": jaccard,
+            "kept_doubled": [int(b.sum()) for b in kept_doubled]}
