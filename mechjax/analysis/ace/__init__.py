@@ -40,5 +40,5 @@ from mechjax.analysis.ace.reads import (activations, hook_jacobians, jacobian_sa
                                         tail_jacobians)
 from mechjax.analysis.ace.validate import (Metric, causal_scan, centred_hook, core_only_hook,
                                            core_removed_hook, intervened_metric,
-                                           linear_tail_scan, r_nec, r_suf, validate,
-                                           validate_centred)
+                                           linear_tail_scan, r_nec, r_suf, reads_last_block,
+                                           validate, validate_centred, validate_last_block)
