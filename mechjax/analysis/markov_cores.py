@@ -94,7 +94,8 @@ def analyse_tails(params: Mapping[str, jax.Array], inputs: ace.Inputs, cfg: Mode
     (``ace/vectorize``; its time ``ace/batched_seconds``).
 
     With ``time_per_seed_loop`` the first tail also runs as a per-seed loop and as one vmapped
-    program, for the speed comparison (``ace/loop_over_batched``: loop time over the time of the
+    program (``ace.ACE_SEED_BLOCK`` seeds vmapped at a time, as the vmapped form always runs
+    here), for the speed comparison (``ace/loop_over_batched``: loop time over the time of the
     form used; ``ace/loop_over_vmap``), and whether they agree (``ace/loop_matches_batched``).
     """
     by_tail = {}
