@@ -69,7 +69,8 @@ class Pipeline:
     keep_coords: keep the first this-many core coordinates of every activation (for CCA).
     rel_tol, holdout_start, holdout_frac: options of ``cyclic_shift``.
     suf_tol:    the tolerance of ``r_suf``.
-    chunk_size: sequences per forward pass of the activation read and the interventions, and
+    chunk_size: sequences per forward pass of the activation read and the interventions (which
+                need no pass at the last block's output: ``validate_last_block``), and
     jac_chunk:  Jacobian samples differentiated at a time (``mechjax.chunks``; None: all at once):
                 memory follows the chunk, not the number of sequences (times seeds under vmap).
     """
