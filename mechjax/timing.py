@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 import jax
 import jax.numpy as jnp
 
+from mechjax.chunks import map_chunks
 from mechjax.sweep import seed_mesh, sweep_program
 from mechjax.vectorize import resolve_analysis_vectorize
 
@@ -32,14 +33,33 @@ def timed_call(compiled: Callable[..., Any], *args: Any) -> tuple[Any, float]:
     return out, time.perf_counter() - t0
 
 
+def vmap_in_seed_blocks(fn: Callable[..., Any], seed_block: int | None = None
+                        ) -> Callable[..., Any]:
+    """``jax.vmap(fn)`` over the leading axis of the first argument (the others shared), with
+    ``seed_block`` seeds vmapped at a time and the blocks run one after another inside the same
+    program (``chunks.map_chunks``: a ``lax.map``, the last block padded with copies of the last
+    seed); None vmaps every seed at once.
+
+    Why blocks: on CPU the working set of a vmapped analysis grows with the seeds (ACE on 16
+    seeds x 93,000 activations spills the caches: its MLP product ran 1.5x slower per seed than
+    one seed's), so a block of a few seeds keeps the batched program's per-seed speed
+    (BUILD_NOTES.md, "Issue 31 item 3 (h31e)").
+    """
+    def blocked(stacked: Any, *args: Any) -> Any:
+        batched = jax.vmap(lambda seed: fn(seed, *args))
+        return map_chunks(batched, stacked, seed_block)
+
+    return blocked
+
+
 def batched_over_seeds(fn: Callable[..., Any], stacked: Any, *args: Any,
-                       ) -> tuple[Any, dict[str, float]]:
-    """``fn(seed_params, *args)`` vmapped over the leading axis of ``stacked`` as one program.
+                       seed_block: int | None = None) -> tuple[Any, dict[str, float]]:
+    """``fn(seed_params, *args)`` vmapped over the leading axis of ``stacked`` as one program,
+    ``seed_block`` seeds at a time (``vmap_in_seed_blocks``; None: all at once).
 
     Returns ``(output [n, ...], {'compile_seconds', 'seconds'})``.
     """
-    in_axes = (0,) + (None,) * len(args)
-    batched, compile_seconds = timed_compile(jax.vmap(fn, in_axes), stacked, *args)
+    batched, compile_seconds = timed_compile(vmap_in_seed_blocks(fn, seed_block), stacked, *args)
     out, seconds = timed_call(batched, stacked, *args)
     return out, {"compile_seconds": compile_seconds, "seconds": seconds}
 
@@ -61,17 +81,17 @@ def loop_over_seeds(fn: Callable[..., Any], stacked: Any, *args: Any,
 
 
 def over_seeds(fn: Callable[..., Any], stacked: Any, *args: Any, vectorize: str = "auto",
-               ) -> tuple[Any, dict[str, Any]]:
+               seed_block: int | None = None) -> tuple[Any, dict[str, Any]]:
     """``fn(seed_params, *args)`` for every seed of ``stacked`` (leading axis ``n``), in the form
     ``vectorize.resolve_analysis_vectorize`` picks for the backend: one vmapped program
     (``batched_over_seeds``) or a loop of one compiled single-seed program (``loop_over_seeds``).
 
     Returns ``(outputs [n, ...], {'vectorize', 'compile_seconds', 'seconds'})``: the same
-    stacked outputs either way.
+    stacked outputs either way. ``seed_block``: the vmapped program's seeds per block.
     """
     mode = resolve_analysis_vectorize(vectorize)
     if mode == "vmap":
-        out, t = batched_over_seeds(fn, stacked, *args)
+        out, t = batched_over_seeds(fn, stacked, *args, seed_block=seed_block)
     else:
         outs, t = loop_over_seeds(fn, stacked, *args)
         out = jax.tree.map(lambda *xs: jnp.stack(xs), *outs)

@@ -98,3 +98,24 @@ def test_validate_centred_llm_interventions():
                                positive)
     assert float(res["remove"]) == 1.0 and float(res["flip"]) == 1.0
     assert float(res["keep"]) == pytest.approx(0.5, abs=1e-6)
+
+
+@pytest.mark.parametrize("readout", [None, -1])
+def test_validate_last_block_matches_the_hooked_passes(readout):
+    cfg, params, tokens = tiny_model(2)
+    name = "blocks.1.hook_resid_post"
+    assert ace.reads_last_block(cfg, name)
+    assert not ace.reads_last_block(cfg, "blocks.0.hook_resid_post")
+    rng = np.random.default_rng(0)
+    basis = ace.mask_basis(jnp.asarray(np.linalg.qr(rng.normal(size=(16, 16)))[0], jnp.float32), 3)
+    labels = jnp.asarray(rng.integers(0, 5, size=tokens.shape), jnp.int32)
+    h = ace.activations(params, tokens, cfg, name)
+    if readout is not None:
+        labels, h = labels[:, readout], h.reshape(*tokens.shape, -1)[:, readout]
+    else:
+        h = h.reshape(*tokens.shape, -1)
+    for metric in ("accuracy", "loss"):
+        hooked = ace.validate(params, tokens, labels, cfg, name, basis, metric, readout=readout)
+        direct = ace.validate_last_block(params, h, labels, cfg, basis, metric)
+        for key in ("full", "core_only", "core_removed"):
+            np.testing.assert_allclose(direct[key], hooked[key], rtol=1e-6, err_msg=key)

@@ -1,6 +1,7 @@
 """Batched-over-seeds timing: same numbers as the loop, times reported separately."""
 from __future__ import annotations
 
+import jax
 import numpy as np
 import jax.numpy as jnp
 
@@ -49,3 +50,19 @@ def test_grid_vs_sequential_times_every_run_of_the_grid():
     assert out["runs"] == 4 and out["steps_per_run"] == 3
     assert out["grid_seconds"] > 0 and out["sequential_seconds"] > 0
     assert out["sequential_over_grid"] == out["sequential_seconds"] / out["grid_seconds"]
+
+
+def test_vmap_in_seed_blocks_gives_the_plain_vmap_for_every_block_size():
+    rng = np.random.default_rng(0)
+    stacked = {"w": jnp.asarray(rng.normal(size=(7, 3, 4)), jnp.float32)}  # 7 seeds
+    x = jnp.asarray(rng.normal(size=(4,)), jnp.float32)
+    fn = lambda p, x: {"y": p["w"] @ x, "n": jnp.linalg.norm(p["w"])}  # noqa: E731
+    plain = jax.vmap(fn, (0, None))(stacked, x)
+    for block in (None, 1, 2, 3, 7, 8):  # 2 and 3 leave a padded last block
+        blocked, t = batched_over_seeds(fn, stacked, x, seed_block=block)
+        for key in plain:
+            assert blocked[key].shape == plain[key].shape
+            np.testing.assert_allclose(blocked[key], plain[key], rtol=1e-6, err_msg=f"{block}")
+    assert set(t) == {"compile_seconds", "seconds"}
+    out, t = over_seeds(fn, stacked, x, vectorize="vmap", seed_block=3)
+    np.testing.assert_allclose(out["y"], plain["y"], rtol=1e-6)

@@ -94,7 +94,8 @@ def analyse_tails(params: Mapping[str, jax.Array], inputs: ace.Inputs, cfg: Mode
     (``ace/vectorize``; its time ``ace/batched_seconds``).
 
     With ``time_per_seed_loop`` the first tail also runs as a per-seed loop and as one vmapped
-    program, for the speed comparison (``ace/loop_over_batched``: loop time over the time of the
+    program (``ace.ACE_SEED_BLOCK`` seeds vmapped at a time, as the vmapped form always runs
+    here), for the speed comparison (``ace/loop_over_batched``: loop time over the time of the
     form used; ``ace/loop_over_vmap``), and whether they agree (``ace/loop_matches_batched``).
     """
     by_tail = {}
@@ -106,7 +107,8 @@ def analyse_tails(params: Mapping[str, jax.Array], inputs: ace.Inputs, cfg: Mode
                                 identify="markov", tau=tau, float64=float64,
                                 keep_coords=compare_dims)
             one = lambda p, x, pipe=pipe: ace.analyse(p, x, cfg, pipe)  # noqa: E731
-            out, t = over_seeds(one, params, inputs, vectorize=vectorize)
+            out, t = over_seeds(one, params, inputs, vectorize=vectorize,
+                                seed_block=ace.ACE_SEED_BLOCK)
             timing = {"ace/vectorize": t["vectorize"],
                       "ace/batched_compile_seconds": t["compile_seconds"],
                       "ace/batched_seconds": t["seconds"]}
@@ -114,7 +116,8 @@ def analyse_tails(params: Mapping[str, jax.Array], inputs: ace.Inputs, cfg: Mode
                 f"(+{t['compile_seconds']:.1f}s compile)")
             if i == 0 and time_per_seed_loop:
                 loop, t_loop = loop_over_seeds(one, params, inputs)
-                vmapped, t_vmap = batched_over_seeds(one, params, inputs)
+                vmapped, t_vmap = batched_over_seeds(one, params, inputs,
+                                                     seed_block=ace.ACE_SEED_BLOCK)
                 timing.update({
                     "ace/per_seed_compile_seconds": t_loop["compile_seconds"],
                     "ace/per_seed_loop_seconds": t_loop["seconds"],

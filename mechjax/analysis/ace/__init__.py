@@ -36,9 +36,9 @@ from mechjax.analysis.ace.pipeline import (IDENTIFICATIONS, TAILS, VALIDATIONS, 
                                            Pipeline, Result, analyse, analyse_linear,
                                            analyse_seeds, analyse_stack, check_linear_tail,
                                            precision, unembed)
-from mechjax.analysis.ace.reads import (activations, hook_jacobians, jacobian_samples,
-                                        tail_jacobians)
+from mechjax.analysis.ace.reads import (ACE_CHUNK, ACE_SEED_BLOCK, activations, hook_jacobians,
+                                        jacobian_samples, tail_jacobians)
 from mechjax.analysis.ace.validate import (Metric, causal_scan, centred_hook, core_only_hook,
                                            core_removed_hook, intervened_metric,
-                                           linear_tail_scan, r_nec, r_suf, validate,
-                                           validate_centred)
+                                           linear_tail_scan, r_nec, r_suf, reads_last_block,
+                                           validate, validate_centred, validate_last_block)

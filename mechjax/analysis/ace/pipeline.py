@@ -31,7 +31,8 @@ from mechjax.analysis.ace.extract import (Core, Gramians, covariance, extract_fr
 from mechjax.analysis.ace.identify import MarkovFit, ShiftFit, class_means, cyclic_shift, \
     markov_operator
 from mechjax.analysis.ace.reads import ACE_CHUNK, JACOBIAN_CHUNK, activations, hook_jacobians
-from mechjax.analysis.ace.validate import linear_tail_scan, r_nec, r_suf, validate
+from mechjax.analysis.ace.validate import (linear_tail_scan, r_nec, r_suf,
+                                           reads_last_block, validate, validate_last_block)
 from mechjax.chunks import check_chunk_size
 from mechjax.config import ModelConfig
 from mechjax.model import Params
@@ -68,7 +69,8 @@ class Pipeline:
     keep_coords: keep the first this-many core coordinates of every activation (for CCA).
     rel_tol, holdout_start, holdout_frac: options of ``cyclic_shift``.
     suf_tol:    the tolerance of ``r_suf``.
-    chunk_size: sequences per forward pass of the activation read and the interventions, and
+    chunk_size: sequences per forward pass of the activation read and the interventions (which
+                need no pass at the last block's output: ``validate_last_block``), and
     jac_chunk:  Jacobian samples differentiated at a time (``mechjax.chunks``; None: all at once):
                 memory follows the chunk, not the number of sequences (times seeds under vmap).
     """
@@ -190,6 +192,16 @@ def analyse_linear(h: Array, labels: Array, w_u: Array, b_u: Array, pipe: Pipeli
     return Result(core, core_dim, acc, fit, scan, nec, suf, coords)
 
 
+def _validate(params: Params, h: Array, inputs: Inputs, cfg: ModelConfig, pipe: Pipeline,
+              basis: Array) -> dict[str, Array]:
+    """``validate``'s three metrics; at the last block's output from ``h`` (no more passes)."""
+    if reads_last_block(cfg, pipe.hook_name):
+        rows = inputs.tokens.shape if pipe.position is None else inputs.tokens.shape[:1]
+        return validate_last_block(params, h.reshape(*rows, -1), inputs.labels, cfg, basis)
+    return validate(params, inputs.tokens, inputs.labels, cfg, pipe.hook_name, basis,
+                    readout=pipe.position, chunk_size=pipe.chunk_size)
+
+
 @functools.partial(jax.jit, static_argnames=("cfg", "pipe"))
 def analyse(params: Params, inputs: Inputs, cfg: ModelConfig, pipe: Pipeline) -> Result:
     """ACE on one model: activations at ``pipe.hook_name``, the tail's Gramian, extraction,
@@ -215,9 +227,7 @@ def analyse(params: Params, inputs: Inputs, cfg: ModelConfig, pipe: Pipeline) ->
     h = h_model.astype(pipe.dtype)
     cov, mean = covariance(h)
     core = extract_from_gramians(Gramians(cov, obs, mean), pipe.tau)
-    acc = validate(params, inputs.tokens, inputs.labels, cfg, pipe.hook_name,
-                   core.core_basis.astype(h_model.dtype), readout=pipe.position,
-                   chunk_size=pipe.chunk_size)
+    acc = _validate(params, h_model, inputs, cfg, pipe, core.core_basis.astype(h_model.dtype))
     fit, coords = _identify_and_keep(h, core, core.rank, inputs.labels.reshape(-1),
                                      inputs.tokens.shape, pipe, cfg.vocab_out)
     return Result(core, core.rank, acc, fit, None, None, None, coords)

@@ -28,6 +28,11 @@ Array = jax.Array
 # the current code"). On CPU seeds are analysed one at a time
 # (``vectorize.resolve_analysis_vectorize``), so memory still follows one seed's chunk.
 ACE_CHUNK = 4096
+# Seeds per block of a vmapped ACE program over seeds (``timing.vmap_in_seed_blocks``): 16 seeds
+# vmapped at once at the ace_markov CPU config ran at 0.97x the per-seed loop, blocks of 1, 2
+# and 4 seeds in one program at 1.18x, 1.10x and 1.13x (4: the same numbers as the plain vmap;
+# BUILD_NOTES.md, "Issue 31 item 3 (h31e)").
+ACE_SEED_BLOCK = 4
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "hook_name", "position", "chunk_size"))

@@ -16,7 +16,7 @@ from mechjax.chunks import map_chunks
 from mechjax.config import ModelConfig
 from mechjax.hooks import project_onto, run_with_hooks
 from mechjax.metrics import accuracy, cross_entropy, roc_auc
-from mechjax.model import Params
+from mechjax.model import Params, unembed
 
 Array = jax.Array
 Metric = Literal["accuracy", "loss"] | Callable[[Array, Array, Array | None], Array]
@@ -112,6 +112,32 @@ def validate(params: Params, tokens: Array, labels: Array, cfg: ModelConfig, hoo
     only, removed = _core_only_and_removed(params, tokens, labels, cfg, hook_name, basis, metric,
                                            readout, weights, chunk_size)
     return {"full": full, "core_only": only, "core_removed": removed}
+
+
+def reads_last_block(cfg: ModelConfig, hook_name: str) -> bool:
+    """Whether ``hook_name`` is the last block's output, after which the model is only its
+    unembedding (``model.unembed``: ``ln_final`` for pre-LN, then ``W_U`` and the bias)."""
+    return hook_name == f"blocks.{cfg.n_layers - 1}.hook_resid_post"
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "metric"))
+def validate_last_block(params: Params, h: Array, labels: Array, cfg: ModelConfig, basis: Array,
+                        metric: Metric = "accuracy", weights: Array | None = None,
+                        ) -> dict[str, Array]:
+    """``validate`` at the last block's output (``reads_last_block``) from the activations read
+    there, without running the blocks again: ``{'full', 'core_only', 'core_removed'}``.
+
+    ``h [b, p, D]`` with ``labels [b, p]`` (every position), or ``h [b, D]`` with ``labels [b]``
+    (``readout``'s position: the unembedding acts on each position alone, so the other positions'
+    interventions do not reach it). The same hooks and unembedding as ``validate``'s passes, so
+    the same numbers (tested); one forward pass fewer per intervention, and an ACE program whose
+    only pass over the model is the activation read, which can then be chunked to fit the cache.
+    """
+    def score(x):
+        return _score(metric, unembed(params, x, cfg, lambda name, y: y), labels, weights)
+
+    return {"full": score(h), "core_only": score(core_only_hook(basis)(h)),
+            "core_removed": score(core_removed_hook(basis)(h))}
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "hook_name", "score_fn", "position"))
