@@ -2,7 +2,11 @@
 program, the paper config's spec and training; the greedy pass on 128 sequences, accuracies on
 2048 others; above 32 active coordinates cost-ordered bulk removals (each spending half the
 budget left) and lazy screening: the trained coordinates' sizes decay smoothly over thousands
-of coordinates, so the size-ordered pre-pass alone leaves too many for single greedy steps."""
+of coordinates, so the size-ordered pre-pass alone leaves too many for single greedy steps.
+
+128 sequences keep the run within minutes but do not make the kept set a property of the model:
+on seed 3 exact greedy keeps sets sharing 2 of 8 coordinates at 128 and 256 sequences
+(BUILD_NOTES, issue 26 item 3); ``--config.detect.batch_doubling=True`` reports it per seed."""
 from experiments.imir_detect.configs import paper
 
 
