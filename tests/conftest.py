@@ -133,7 +133,8 @@ def pyplot():
 MODULE_SECONDS = {  # the 824 s cold run of 03522c9, corrected by stop 39's and stop 40's per-file CPU seconds
     "test_imir_phase.py": 100, "test_assign_add_experiment.py": 70, "test_ace_grokking.py": 70,
     "test_ace_agreement.py": 45, "test_sweep.py": 40, "test_grokking_law_experiment.py": 35,
-    "test_imir_detect_experiment.py": 30, "test_multiprocess.py": 30, "test_quickstart.py": 30,
+    "test_imir_detect_experiment.py": 30, "test_imir_detect_recall.py": 30,
+    "test_multiprocess.py": 30, "test_quickstart.py": 30,
     "test_ace_markov.py": 28, "test_imir_init_experiment.py": 26, "test_seed_atlas_assign_add.py": 22,
     "test_benchmark_accelerator.py": 20, "test_fastpath.py": 20, "test_train.py": 20,
     "test_attention_rate.py": 20, "test_icl_minimal_experiment.py": 18, "test_generate.py": 15,
