@@ -69,7 +69,7 @@ def doubling(kept: Sequence[np.ndarray], kept_doubled: Sequence[np.ndarray],
     Per budget whether the two kept sets are equal and their Jaccard overlap (1 for two empty
     sets), how many budgets agree, and whether the reported one does."""
     same = [bool(np.array_equal(a, b)) for a, b in zip(kept, kept_doubled)]
-    jaccard = [float((a & b).sum() / max(int((a | b).sum()), 1)) if (a | b).any() else 1.0
+    jaccard = [float((a & b).sum() / (a | b).sum()) if (a | b).any() else 1.0
                for a, b in zip(kept, kept_doubled)]
     return {"same_per_tau": same, "taus_same": int(sum(same)), "all_same": all(same),
             "same_at_reported_tau": same[reported], "jaccard_per_tau": jaccard,
