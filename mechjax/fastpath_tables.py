@@ -8,8 +8,11 @@ dropout drawn. Then layer 1 sees
 (``E = W_E``, ``P = W_pos (+ b_O)``, ``VE``, ``VP``: the same through ``W_V W_O``), and reads it
 only through linear maps: its query row, ``u . x[b, k]`` for every key and
 ``sum_k pattern1[b, k] x[b, k]``. Each map is taken through the tables: ``u . E[t]`` is
-``(u E^T)[t]``, a ``[b, d] x [d, V]`` product read through the one-hot tokens, and
-``sum_k w[b, k] E[t_bk]`` is ``(sum_k w[b, k] onehot[b, k]) E``. Layer 0's scores are
+``(u E^T)[t]``, a ``[b, d] x [d, V]`` product read at the tokens (a gather), and
+``sum_k w[b, k] E[t_bk]`` is ``(sum_k w[b, k] onehot[b, k]) E``, the weights added into their
+tokens' bins (a scatter-add) before the product. Gathers, not batched one-hot products: XLA's CPU
+dot runs ``[b, 1, V] x [b, V, p]`` at 7-20 GFLOP/s (1.06x for the step, BUILD_NOTES issue 31,
+stop 47). Layer 0's scores are
 ``(Q[t_q] + Q_pos[q]) . (K[t_k] + K_pos[k])``: four gathers from the ``[V + p, V + p]`` table of
 all token/position score pairs. The arithmetic is the full forward's, summed in another order
 (equal in float64, ``tests/test_fastpath.py``; in float32 equal to rounding). What it saves is
@@ -31,7 +34,7 @@ from mechjax.model import Params
 class Tables(NamedTuple):
     """Layer 1's input (module docstring); ``n_keys``: positions read as keys."""
 
-    onehot: jax.Array   # [b, p, V] the tokens
+    tokens: jax.Array   # [b, p] int
     emb: jax.Array      # [V, d]
     pos: jax.Array      # [p, d]
     vo_emb: jax.Array   # [V, g, d]
@@ -41,37 +44,50 @@ class Tables(NamedTuple):
 
     @property
     def shape(self) -> tuple[int, int, int]:
-        return self.onehot.shape[0], self.onehot.shape[1], self.emb.shape[1]
+        return self.tokens.shape + self.emb.shape[1:]
 
     def keys(self, n_keys: int) -> "Tables":
         return self._replace(n_keys=n_keys)
 
+    def _at_tokens(self, table: jax.Array) -> jax.Array:
+        """``table[b, m..., t_bk]`` for every key ``k`` -> ``[b, m..., p]`` (the one-hot product
+        ``table . onehot[b, k]`` as a gather: a batched one-hot product is slower on CPU)."""
+        b, v = table.shape[0], table.shape[-1]
+        read = jax.vmap(lambda t, i: t[:, i])(table.reshape(b, -1, v), self.tokens)
+        return read.reshape(table.shape[:-1] + self.tokens.shape[1:])
+
+    def _into_tokens(self, weights: jax.Array) -> jax.Array:
+        """``sum_k weights[b, m..., k] onehot[b, k]`` -> ``[b, m..., V]``: each weight added
+        into its token's bin (the transpose of ``_at_tokens``)."""
+        b, p = weights.shape[0], weights.shape[-1]
+        v = self.emb.shape[0]
+        add = jax.vmap(lambda w, i: jnp.zeros((w.shape[0], v), w.dtype).at[:, i].add(w))
+        return add(weights.reshape(b, -1, p), self.tokens).reshape(weights.shape[:-1] + (v,))
+
     def row(self, position: int) -> jax.Array:
         """``x[:, position]`` ``[b, d]``."""
         through = self.pattern[:, :, position]  # [b, g, j]: position's own layer-0 pattern
-        return (self.onehot[:, position] @ self.emb + self.pos[position]
-                + jnp.einsum("bgv,vgd->bd", jnp.einsum("bgj,bjv->bgv", through, self.onehot),
-                             self.vo_emb)
+        return (self.emb[self.tokens[:, position]] + self.pos[position]
+                + jnp.einsum("bgv,vgd->bd", self._into_tokens(through), self.vo_emb)
                 + jnp.einsum("bgj,jgd->bd", through, self.vo_pos))
 
     def dot(self, u: jax.Array) -> jax.Array:
         """``u [b, h, d] . x[b, k]`` for every key ``k < n_keys`` -> ``[b, h, k]``."""
         n = self.n_keys
-        direct = jnp.einsum("bhv,bkv->bhk", jnp.einsum("bhd,vd->bhv", u, self.emb),
-                            self.onehot[:, :n]) + jnp.einsum("bhd,kd->bhk", u, self.pos[:n])
-        u_vo = jnp.einsum("bhgv,bjv->bhgj", jnp.einsum("bhd,vgd->bhgv", u, self.vo_emb),
-                          self.onehot) + jnp.einsum("bhd,jgd->bhgj", u, self.vo_pos)
+        direct = self._at_tokens(jnp.einsum("bhd,vd->bhv", u, self.emb))[..., :n] \
+            + jnp.einsum("bhd,kd->bhk", u, self.pos[:n])
+        u_vo = self._at_tokens(jnp.einsum("bhd,vgd->bhgv", u, self.vo_emb)) \
+            + jnp.einsum("bhd,jgd->bhgj", u, self.vo_pos)
         return direct + jnp.einsum("bgkj,bhgj->bhk", self.pattern[:, :, :n], u_vo)
 
     def mix(self, weights: jax.Array) -> jax.Array:
         """``sum_k weights[b, h, k] x[b, k]`` over ``k < n_keys`` -> ``[b, h, d]``."""
-        n = self.n_keys
-        direct = jnp.einsum("bhv,vd->bhd", jnp.einsum("bhk,bkv->bhv", weights,
-                                                      self.onehot[:, :n]), self.emb)
+        n, p = self.n_keys, self.tokens.shape[1]
+        padded = jnp.pad(weights, ((0, 0), (0, 0), (0, p - n)))  # keys past n_keys weigh 0
+        direct = jnp.einsum("bhv,vd->bhd", self._into_tokens(padded), self.emb)
         through = jnp.einsum("bhk,bgkj->bhgj", weights, self.pattern[:, :, :n])
         return (direct + jnp.einsum("bhk,kd->bhd", weights, self.pos[:n])
-                + jnp.einsum("bhgv,vgd->bhd", jnp.einsum("bhgj,bjv->bhgv", through,
-                                                         self.onehot), self.vo_emb)
+                + jnp.einsum("bhgv,vgd->bhd", self._into_tokens(through), self.vo_emb)
                 + jnp.einsum("bhgj,jgd->bhd", through, self.vo_pos))
 
 
@@ -95,14 +111,15 @@ def first_layer(params: Params, tokens: jax.Array, cfg: ModelConfig, rate: Rate 
         pos = pos + params[pre + "b_O"]
     table = jnp.einsum("hwe,hxe->hwx", q, k) / cfg.scale  # [h, V + p, V + p]
     # scores = token-token + token-position + position-token + position-position, each a gather
-    # from a block of the table (the backward: scatter-adds into the [V + p, V + p] table)
+    # from a block of the table (the backward: scatter-adds into the [V + p, V + p] table); the
+    # token pair read through one flat index (a [b, q, k, 2] index array is slower to build)
     tok_tok, tok_pos = table[:, :n_vocab, :n_vocab], table[:, :n_vocab, n_vocab:]
     pos_tok, pos_pos = table[:, n_vocab:, :n_vocab], table[:, n_vocab:, n_vocab:]
-    scores = (tok_tok[:, tokens[:, :, None], tokens[:, None, :]] + tok_pos[:, tokens]
+    pair = tokens[:, :, None] * n_vocab + tokens[:, None, :]
+    scores = (tok_tok.reshape(-1, n_vocab * n_vocab)[:, pair] + tok_pos[:, tokens]
               + jnp.swapaxes(jnp.swapaxes(pos_tok, 1, 2)[:, tokens], 2, 3) + pos_pos[:, None])
     scores = jnp.swapaxes(scores, 0, 1)  # [b, h, q, k]
-    onehot = jax.nn.one_hot(tokens, n_vocab, dtype=emb.dtype)
     if cfg.causal:
         scores = jnp.where(jnp.tril(jnp.ones((n_pos, n_pos), bool)), scores, -jnp.inf)
     pattern = mix(jax.nn.softmax(scores, axis=-1), rate, cfg.causal, mixing)
-    return Tables(onehot, emb, pos, jnp.einsum("vd,hdf->vhf", emb, w_vo), vo_pos, pattern, n_pos)
+    return Tables(tokens, emb, pos, jnp.einsum("vd,hdf->vhf", emb, w_vo), vo_pos, pattern, n_pos)

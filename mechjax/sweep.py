@@ -27,6 +27,7 @@ import orbax.checkpoint as ocp
 from jax.sharding import NamedSharding, PartitionSpec
 
 from mechjax import distributed, sweep_files, watchdog
+from mechjax.compile_options import jit_train
 from mechjax.snapshots import InitState, SnapshotPolicy, snapshot_path
 from mechjax.sweep_files import (METRICS_FILE, MODEL_FILE, SWEEP_FILE,  # noqa: F401 (API)
                                  TRAIN_FILE, write_metrics)
@@ -108,9 +109,9 @@ def sweep_program(trainer: Trainer, chunk: int, mesh: jax.sharding.Mesh,
         return jax.lax.map(lambda s: over_grid(s, hparams, total), state)
 
     spec = PartitionSpec(SEED_AXIS)
-    return jax.jit(jax.shard_map(per_device, mesh=mesh,
-                                 in_specs=(spec, PartitionSpec(), PartitionSpec()),
-                                 out_specs=spec), donate_argnums=0)
+    return jit_train(jax.shard_map(per_device, mesh=mesh,
+                                   in_specs=(spec, PartitionSpec(), PartitionSpec()),
+                                   out_specs=spec), donate_argnums=0)
 
 
 def _shard_seeds(tree, mesh):

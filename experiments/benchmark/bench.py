@@ -57,6 +57,7 @@ def measure_jax(mode: str, steps: int, seeds: int, batch: int, repeats: int,
     import jax
     import numpy as np
     from jax.sharding import NamedSharding, PartitionSpec
+    from mechjax.compile_options import jit_train
     from mechjax.sweep import SEED_AXIS, seed_mesh, sweep_program
     from mechjax.train import TrainConfig, make_train
 
@@ -69,7 +70,7 @@ def measure_jax(mode: str, steps: int, seeds: int, batch: int, repeats: int,
     assert tr.use_fastpath == fast
     if mode in ("single_full", "single_fast", "sequential"):
         init = jax.jit(tr.init)
-        run = jax.jit(lambda s, h: tr.run(s, h, 1)[0])
+        run = jit_train(lambda s, h: tr.run(s, h, 1)[0])
         states = [init(jax.random.PRNGKey(i), hp) for i in range(seeds if mode == "sequential"
                                                                  else 1)]
         t0 = time.perf_counter()

@@ -43,12 +43,13 @@ def trace_durations(trace_dir: str) -> dict[str, tuple[int, float]]:
     return out
 
 
-def profile_ops(fn: Callable, args: tuple, calls: int = 20, trace_dir: str | None = None
-                ) -> dict[str, Any]:
-    """Trace ``calls`` calls of ``jax.jit(fn)(*args)`` (compiled and warmed first) and join the
+def profile_ops(fn: Callable, args: tuple, calls: int = 20, trace_dir: str | None = None,
+                compiler_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Trace ``calls`` calls of ``jax.jit(fn, compiler_options=...)(*args)`` (compiled and
+    warmed first) and join the
     trace's per-op seconds with the optimized HLO. Returns ``{"rows": [...], "seconds_per_call",
     "hlo_flops"}``; each row an ``Op`` as a dict plus ``seconds`` (per call) and ``calls_seen``."""
-    compiled = jax.jit(fn).lower(*args).compile()
+    compiled = jax.jit(fn, compiler_options=compiler_options).lower(*args).compile()
     jax.block_until_ready(compiled(*args))
     ops = hlo_ops(compiled.as_text())
     trace_dir = trace_dir or tempfile.mkdtemp(prefix="op_table_")
@@ -156,7 +157,8 @@ if __name__ == "__main__":
     def _main(argv):
         del argv
         fn, args = fastpath_loss_program(_TINY.value)
-        result = profile_ops(fn, args, _CALLS.value, _DIR.value)
+        from mechjax.compile_options import train_compiler_options
+        result = profile_ops(fn, args, _CALLS.value, _DIR.value, train_compiler_options())
         print(format_table(result, _TOP.value))
         from mechjax.timing import load_average
         print(f"load average {load_average()}; XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from mechjax.compile_options import jit_train, train_compiler_options
 from mechjax.timing import load_average
 
 MATMUL_N = 2048          # the reference matmul [N, N] @ [N, N] (float32)
@@ -96,7 +97,7 @@ def pieces(trainer, hparams, state, steps: int) -> dict[str, tuple[Callable, tup
         return jax.lax.scan(lambda c, k: (c, trainer.task.sample(k, task_params)), None,
                             keys)[1]
 
-    batches = jax.jit(data)(keys)
+    batches = jit_train(data)(keys)
 
     def forward(params, batches):
         body = lambda c, b: (c + trainer.loss(params, b)[0], None)  # noqa: E731
@@ -121,11 +122,11 @@ def pieces(trainer, hparams, state, steps: int) -> dict[str, tuple[Callable, tup
     def whole(state):
         return trainer.run(state, hparams, 1)[0]
 
-    return {"data": (jax.jit(data), (keys,)),
-            "forward": (jax.jit(forward), (params, batches)),
-            "forward+backward": (jax.jit(forward_backward), (params, batches)),
-            "update": (jax.jit(update), (params, opt_state, grads)),
-            "step": (jax.jit(whole), (state,))}
+    return {"data": (jit_train(data), (keys,)),
+            "forward": (jit_train(forward), (params, batches)),
+            "forward+backward": (jit_train(forward_backward), (params, batches)),
+            "update": (jit_train(update), (params, opt_state, grads)),
+            "step": (jit_train(whole), (state,))}
 
 
 def _split(hparams):
@@ -173,7 +174,7 @@ def profile(settings: Settings, split: bool = True) -> dict[str, Any]:
     fns["matmul"] = matmul(_matmul_n(settings))
     # one step per call: what a host loop dispatching every step would pay
     single = _one_step_trainer(trainer)
-    fns["step, one per call"] = (jax.jit(lambda s: single.run(s, hparams, 1)[0]), (state,))
+    fns["step, one per call"] = (jit_train(lambda s: single.run(s, hparams, 1)[0]), (state,))
     result = _rates(settings, fns)
     per_step = result["seconds_per_step"]
     per_step["backward"] = per_step["forward+backward"] - per_step["forward"]
@@ -202,6 +203,7 @@ def _rates(settings: Settings, fns: dict[str, tuple[Callable, tuple]]) -> dict[s
             "seconds_per_step": per_step, "flops": flops,
             "load_average": load_average(),
             "xla_flags": os.environ.get("XLA_FLAGS", ""),
+            "compiler_options": train_compiler_options(),
             "device": jax.devices()[0].device_kind}
 
 
@@ -223,7 +225,8 @@ def format_profile(r: dict[str, Any]) -> str:
         gf = f"{fl / 1e9:9.3f}{fl / s[k] / 1e9 if s[k] > 0 else float('nan'):9.1f}" \
             if fl is not None else f"{'':>18}"
         lines.append(f"{k:<26}{1e3 * s[k]:>10.3f}{s[k] / step:>8.1%}{gf}")
-    lines.append(f"load average {r['load_average']}; XLA_FLAGS={r['xla_flags']!r}")
+    lines.append(f"load average {r['load_average']}; XLA_FLAGS={r['xla_flags']!r}; "
+                 f"the step's compiler options {r['compiler_options']}")
     return "\n".join(lines)
 
 
@@ -253,7 +256,8 @@ if __name__ == "__main__":
         if _OPS.value:
             from experiments.benchmark import op_table
             ops = op_table.profile_ops(*op_table.fastpath_loss_program(_TINY.value,
-                                                                      settings.batch))
+                                                                      settings.batch),
+                                       compiler_options=train_compiler_options())
             print(op_table.format_table(ops, _OPS.value))
             result["op_table"] = ops
         if _OUT.value:
