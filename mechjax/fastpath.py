@@ -158,7 +158,7 @@ def readout_logits(params: Params, tokens: jax.Array, cfg: ModelConfig, position
     n_pos = tokens.shape[1]
     position = position % n_pos
     last = cfg.n_layers - 1
-    if _tabled(cfg, key):
+    if tabled(cfg, dropout_drawn=key is not None):
         x = fastpath_tables.first_layer(params, tokens, cfg, attn_rate, attn_mixing)
         return unembed(params, _last_layer_at(params, last, x, position, cfg, None, attn_rate,
                                               attn_mixing), cfg, _identity_hook)
@@ -174,11 +174,12 @@ def readout_logits(params: Params, tokens: jax.Array, cfg: ModelConfig, position
     return unembed(params, resid, cfg, _identity_hook)
 
 
-def _tabled(cfg: ModelConfig, key: jax.Array | None) -> bool:
+def tabled(cfg: ModelConfig, dropout_drawn: bool) -> bool:
     """Whether layer 0 runs as tables (``mechjax.fastpath_tables``): two layers, attention only
-    in layer 0, no LayerNorm, no dropout drawn."""
+    in layer 0, no LayerNorm, no dropout drawn (``dropout_drawn``: a dropout key is given, as in
+    training)."""
     return (cfg.n_layers == 2 and not cfg.has_mlp(0) and cfg.normalization == "none"
-            and (key is None or cfg.dropout == 0.0))
+            and (not dropout_drawn or cfg.dropout == 0.0))
 
 
 def _first_block(params: Params, tokens: jax.Array, x: jax.Array, cfg: ModelConfig,

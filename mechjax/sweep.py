@@ -111,7 +111,7 @@ def sweep_program(trainer: Trainer, chunk: int, mesh: jax.sharding.Mesh,
     spec = PartitionSpec(SEED_AXIS)
     return jit_train(jax.shard_map(per_device, mesh=mesh,
                                    in_specs=(spec, PartitionSpec(), PartitionSpec()),
-                                   out_specs=spec), donate_argnums=0)
+                                   out_specs=spec), trainer, donate_argnums=0)
 
 
 def _shard_seeds(tree, mesh):

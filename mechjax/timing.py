@@ -125,7 +125,7 @@ def grid_vs_sequential(trainer, seeds: Sequence[int], grid: Mapping[str, jax.Arr
     _, grid_seconds = timed_call(compiled, state, dict(grid), total)
     out = {"grid_compile_seconds": out_compile, "grid_seconds": grid_seconds}
 
-    single = jit_train(lambda s, h: trainer.run(s, h, steps))  # compiled as the sweep is
+    single = jit_train(lambda s, h: trainer.run(s, h, steps), trainer)  # compiled as the sweep is
     runs = [({k: v[g] for k, v in grid.items()}, s) for s in seeds for g in range(n_grid)]
     states = [(trainer.init(jax.random.PRNGKey(s), hp), hp) for hp, s in runs]
     compiled_one, out["sequential_compile_seconds"] = timed_compile(single, *states[0])

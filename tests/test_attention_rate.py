@@ -64,7 +64,7 @@ def test_fast_readout_at_a_rate_is_the_forward_at_that_rate(n_layers, causal, mi
                                                             mlp_layers):
     cfg = ModelConfig(n_layers=n_layers, d_model=16, n_heads=2, d_head=8, d_mlp=32, d_vocab=11,
                       n_ctx=3, causal=causal, use_bias=bias, mlp_layers=mlp_layers)
-    assert fastpath._tabled(cfg, None) == (mlp_layers is not None)
+    assert fastpath.tabled(cfg, dropout_drawn=False) == (mlp_layers is not None)
     params = init_params(jax.random.PRNGKey(1), cfg, scale=2.0)
     tokens = jnp.asarray(np.random.default_rng(1).integers(0, 11, (32, 3)), jnp.int32)
     for rate in (0.0, 0.3, 1.0):

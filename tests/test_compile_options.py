@@ -1,8 +1,20 @@
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from mechjax import compile_options
+from mechjax.config import ModelConfig
+from mechjax.tasks import modular
+from mechjax.tasks.assign_add import make_task, model_config
+from mechjax.train import TrainConfig, make_train
+
+TABLED = make_train(make_task(8), dataclasses.replace(model_config(), d_model=16, d_mlp=32),
+                    TrainConfig(steps=2, eval_every=1, eval_pools=()))
+ONE_LAYER = make_train(modular.make_task(p=7, train_fraction=0.5),
+                       ModelConfig(n_layers=1, d_model=16, n_heads=2, d_mlp=32, d_vocab=7,
+                                   n_ctx=2, causal=False), TrainConfig(steps=2, eval_every=1))
 
 
 def _mlp(x, w_in, w_out):
@@ -15,13 +27,13 @@ def _args():
                  for s in ((64, 32), (32, 128), (128, 32)))
 
 
-def test_train_programs_on_cpu_leave_out_ynnpack_fusions_and_compute_the_same():
+def test_the_tabled_fast_path_leaves_out_ynnpack_fusions_and_computes_the_same():
     # The option must reach XLA (XLA's default on this CPU fuses the dot with its ReLU into a
     # YNNPACK fusion; with the option no such fusion is left) and change nothing computed.
-    assert jax.default_backend() == "cpu"
+    assert jax.default_backend() == "cpu" and TABLED.use_fastpath
     args = _args()
     default = jax.jit(_mlp).lower(*args).compile()
-    train = compile_options.jit_train(_mlp).lower(*args).compile()
+    train = compile_options.jit_train(_mlp, TABLED).lower(*args).compile()
     assert "ynn_fusion" in default.as_text()
     assert "ynn_fusion" not in train.as_text()
     # equal to float32 rounding: another summation order, entries up to ~60 summed over 128 terms
@@ -29,8 +41,15 @@ def test_train_programs_on_cpu_leave_out_ynnpack_fusions_and_compute_the_same():
     np.testing.assert_allclose(train(*args), default(*args), rtol=0, atol=1e-6 * scale)
 
 
-def test_the_environment_keeps_xla_defaults(monkeypatch):
-    assert compile_options.train_compiler_options() == compile_options.CPU_TRAIN_OPTIONS
+def test_other_models_and_the_environment_keep_xla_defaults(monkeypatch):
+    assert compile_options.train_compiler_options(TABLED) == compile_options.CPU_TRAIN_OPTIONS
+    assert compile_options.train_compiler_options(ONE_LAYER) is None
     monkeypatch.setenv(compile_options.KEEP_DEFAULTS_ENV, "1")
-    assert compile_options.train_compiler_options() is None
-    assert "ynn_fusion" in compile_options.jit_train(_mlp).lower(*_args()).compile().as_text()
+    assert compile_options.train_compiler_options(TABLED) is None
+    assert "ynn_fusion" in compile_options.jit_train(_mlp, TABLED).lower(*_args()).compile(
+    ).as_text()
+
+
+def test_an_option_this_xla_does_not_know_leaves_the_defaults(monkeypatch):
+    monkeypatch.setattr(compile_options, "CPU_TRAIN_OPTIONS", {"xla_cpu_no_such_option": ""})
+    assert compile_options.train_compiler_options(TABLED) is None

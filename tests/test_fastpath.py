@@ -47,8 +47,8 @@ def test_readout_loss_and_gradients_equal_full_forward(name, position, dropout_k
     key = None if dropout_key is None else jax.random.PRNGKey(dropout_key)
     assert fastpath.applies(cfg)
     # layer 0 as tables (mechjax.fastpath_tables) is taken by exactly these
-    assert fastpath._tabled(cfg, key) == (name in ("assign_add", "attn_only_no_pos",
-                                                     "two_layers_bias_bidirectional"))
+    assert fastpath.tabled(cfg, dropout_drawn=key is not None) == (
+        name in ("assign_add", "attn_only_no_pos", "two_layers_bias_bidirectional"))
     with jax.enable_x64(True):
         params = jax.tree.map(lambda x: jnp.asarray(x, jnp.float64),
                               init_params(jax.random.PRNGKey(0), cfg, scale=3.0))

@@ -70,7 +70,7 @@ def measure_jax(mode: str, steps: int, seeds: int, batch: int, repeats: int,
     assert tr.use_fastpath == fast
     if mode in ("single_full", "single_fast", "sequential"):
         init = jax.jit(tr.init)
-        run = jit_train(lambda s, h: tr.run(s, h, 1)[0])
+        run = jit_train(lambda s, h: tr.run(s, h, 1)[0], tr)
         states = [init(jax.random.PRNGKey(i), hp) for i in range(seeds if mode == "sequential"
                                                                  else 1)]
         t0 = time.perf_counter()

@@ -43,13 +43,13 @@ def trace_durations(trace_dir: str) -> dict[str, tuple[int, float]]:
     return out
 
 
-def profile_ops(fn: Callable, args: tuple, calls: int = 20, trace_dir: str | None = None,
-                compiler_options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Trace ``calls`` calls of ``jax.jit(fn, compiler_options=...)(*args)`` (compiled and
-    warmed first) and join the
+def profile_ops(fn: Callable, args: tuple, calls: int = 20, trace_dir: str | None = None
+                ) -> dict[str, Any]:
+    """Trace ``calls`` calls of ``jax.jit(fn)(*args)`` (``fn`` as it is if already jitted, with
+    its compiler options; compiled and warmed first) and join the
     trace's per-op seconds with the optimized HLO. Returns ``{"rows": [...], "seconds_per_call",
     "hlo_flops"}``; each row an ``Op`` as a dict plus ``seconds`` (per call) and ``calls_seen``."""
-    compiled = jax.jit(fn, compiler_options=compiler_options).lower(*args).compile()
+    compiled = (fn if hasattr(fn, "lower") else jax.jit(fn)).lower(*args).compile()
     jax.block_until_ready(compiled(*args))
     ops = hlo_ops(compiled.as_text())
     trace_dir = trace_dir or tempfile.mkdtemp(prefix="op_table_")
@@ -133,8 +133,9 @@ def format_table(result: dict[str, Any], top: int = 5, passes: tuple[str, ...] =
 
 def fastpath_loss_program(tiny: bool = False, batch: int | None = None
                           ) -> tuple[Callable, tuple]:
-    """``value_and_grad`` of the Assign-and-Add fast-path loss and its args (params, one batch
-    of the real sampler): the step_profile's forward + backward piece, one step, no scan."""
+    """``value_and_grad`` of the Assign-and-Add fast-path loss, jitted as its training programs
+    are (``compile_options.jit_train``), and its args (params, one batch of the real sampler):
+    the step_profile's forward + backward piece, one step, no scan."""
     from experiments.benchmark import step_profile as sp
     settings = sp.TINY if tiny else sp.FULL
     if batch is not None:
@@ -142,7 +143,9 @@ def fastpath_loss_program(tiny: bool = False, batch: int | None = None
     trainer, hparams, state = sp.build(settings)
     _, task_params = sp._split(hparams)
     data = jax.jit(trainer.task.sample)(jax.random.PRNGKey(1), task_params)
-    return jax.value_and_grad(lambda p, b: trainer.loss(p, b)[0]), (state.params, data)
+    from mechjax.compile_options import jit_train
+    return (jit_train(jax.value_and_grad(lambda p, b: trainer.loss(p, b)[0]), trainer),
+            (state.params, data))
 
 
 if __name__ == "__main__":
@@ -157,8 +160,7 @@ if __name__ == "__main__":
     def _main(argv):
         del argv
         fn, args = fastpath_loss_program(_TINY.value)
-        from mechjax.compile_options import train_compiler_options
-        result = profile_ops(fn, args, _CALLS.value, _DIR.value, train_compiler_options())
+        result = profile_ops(fn, args, _CALLS.value, _DIR.value)
         print(format_table(result, _TOP.value))
         from mechjax.timing import load_average
         print(f"load average {load_average()}; XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")

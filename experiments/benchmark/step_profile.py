@@ -97,7 +97,7 @@ def pieces(trainer, hparams, state, steps: int) -> dict[str, tuple[Callable, tup
         return jax.lax.scan(lambda c, k: (c, trainer.task.sample(k, task_params)), None,
                             keys)[1]
 
-    batches = jit_train(data)(keys)
+    batches = jit_train(data, trainer)(keys)
 
     def forward(params, batches):
         body = lambda c, b: (c + trainer.loss(params, b)[0], None)  # noqa: E731
@@ -122,11 +122,11 @@ def pieces(trainer, hparams, state, steps: int) -> dict[str, tuple[Callable, tup
     def whole(state):
         return trainer.run(state, hparams, 1)[0]
 
-    return {"data": (jit_train(data), (keys,)),
-            "forward": (jit_train(forward), (params, batches)),
-            "forward+backward": (jit_train(forward_backward), (params, batches)),
-            "update": (jit_train(update), (params, opt_state, grads)),
-            "step": (jit_train(whole), (state,))}
+    return {"data": (jit_train(data, trainer), (keys,)),
+            "forward": (jit_train(forward, trainer), (params, batches)),
+            "forward+backward": (jit_train(forward_backward, trainer), (params, batches)),
+            "update": (jit_train(update, trainer), (params, opt_state, grads)),
+            "step": (jit_train(whole, trainer), (state,))}
 
 
 def _split(hparams):
@@ -169,13 +169,16 @@ def profile(settings: Settings, split: bool = True) -> dict[str, Any]:
     """The step's rate beside the matmul's, and (``split``) the step's pieces."""
     trainer, hparams, state = build(settings)
     fns = pieces(trainer, hparams, state, settings.steps)
+    options = {"compiler_options": train_compiler_options(trainer)}
     if not split:
-        return _rates(settings, {"step": fns["step"], "matmul": matmul(_matmul_n(settings))})
+        return {**_rates(settings, {"step": fns["step"], "matmul": matmul(_matmul_n(settings))}),
+                **options}
     fns["matmul"] = matmul(_matmul_n(settings))
     # one step per call: what a host loop dispatching every step would pay
     single = _one_step_trainer(trainer)
-    fns["step, one per call"] = (jit_train(lambda s: single.run(s, hparams, 1)[0]), (state,))
-    result = _rates(settings, fns)
+    fns["step, one per call"] = (jit_train(lambda s: single.run(s, hparams, 1)[0], single),
+                                 (state,))
+    result = {**_rates(settings, fns), **options}
     per_step = result["seconds_per_step"]
     per_step["backward"] = per_step["forward+backward"] - per_step["forward"]
     per_step["rest of the step"] = (per_step["step"] - per_step["data"]
@@ -203,7 +206,6 @@ def _rates(settings: Settings, fns: dict[str, tuple[Callable, tuple]]) -> dict[s
             "seconds_per_step": per_step, "flops": flops,
             "load_average": load_average(),
             "xla_flags": os.environ.get("XLA_FLAGS", ""),
-            "compiler_options": train_compiler_options(),
             "device": jax.devices()[0].device_kind}
 
 
@@ -256,8 +258,7 @@ if __name__ == "__main__":
         if _OPS.value:
             from experiments.benchmark import op_table
             ops = op_table.profile_ops(*op_table.fastpath_loss_program(_TINY.value,
-                                                                      settings.batch),
-                                       compiler_options=train_compiler_options())
+                                                                      settings.batch))
             print(op_table.format_table(ops, _OPS.value))
             result["op_table"] = ops
         if _OUT.value:
