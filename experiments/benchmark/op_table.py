@@ -25,6 +25,7 @@ from typing import Any, Callable
 import jax
 
 from experiments.benchmark.hlo_cost import hlo_ops
+from mechjax.timing import timed_compile
 
 
 def trace_durations(trace_dir: str) -> dict[str, tuple[int, float]]:
@@ -49,7 +50,7 @@ def profile_ops(fn: Callable, args: tuple, calls: int = 20, trace_dir: str | Non
     its compiler options; compiled and warmed first) and join the
     trace's per-op seconds with the optimized HLO. Returns ``{"rows": [...], "seconds_per_call",
     "hlo_flops"}``; each row an ``Op`` as a dict plus ``seconds`` (per call) and ``calls_seen``."""
-    compiled = (fn if hasattr(fn, "lower") else jax.jit(fn)).lower(*args).compile()
+    compiled, _ = timed_compile(fn, *args)
     jax.block_until_ready(compiled(*args))
     ops = hlo_ops(compiled.as_text())
     trace_dir = trace_dir or tempfile.mkdtemp(prefix="op_table_")

@@ -97,7 +97,8 @@ def pieces(trainer, hparams, state, steps: int) -> dict[str, tuple[Callable, tup
         return jax.lax.scan(lambda c, k: (c, trainer.task.sample(k, task_params)), None,
                             keys)[1]
 
-    batches = jit_train(data, trainer)(keys)
+    data_program = jit_train(data, trainer)
+    batches = data_program(keys)
 
     def forward(params, batches):
         body = lambda c, b: (c + trainer.loss(params, b)[0], None)  # noqa: E731
@@ -122,7 +123,7 @@ def pieces(trainer, hparams, state, steps: int) -> dict[str, tuple[Callable, tup
     def whole(state):
         return trainer.run(state, hparams, 1)[0]
 
-    return {"data": (jit_train(data, trainer), (keys,)),
+    return {"data": (data_program, (keys,)),
             "forward": (jit_train(forward, trainer), (params, batches)),
             "forward+backward": (jit_train(forward_backward, trainer), (params, batches)),
             "update": (jit_train(update, trainer), (params, opt_state, grads)),
