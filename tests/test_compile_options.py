@@ -53,3 +53,19 @@ def test_other_models_and_the_environment_keep_xla_defaults(monkeypatch):
 def test_an_option_this_xla_does_not_know_leaves_the_defaults(monkeypatch):
     monkeypatch.setattr(compile_options, "CPU_TRAIN_OPTIONS", {"xla_cpu_no_such_option": ""})
     assert compile_options.train_compiler_options(TABLED) is None
+
+
+def test_the_sweep_program_carries_the_option_for_the_tabled_model_only():
+    # The wiring: run_sweep's program (sweep.sweep_program) is compiled through jit_train.
+    from mechjax.sweep import seed_mesh, sweep_program
+
+    def hlo(trainer):
+        hp = trainer.default_hparams()
+        state = jax.vmap(jax.vmap(trainer.init, (None, 0)), (0, None))(
+            jnp.stack([jax.random.PRNGKey(0)]), {k: v[None] for k, v in hp.items()})
+        program = sweep_program(trainer, 1, seed_mesh(), "vmap")
+        return program.lower(state, {k: v[None] for k, v in hp.items()},
+                             trainer.total_steps()).compile().as_text()
+
+    assert "ynn_fusion" not in hlo(TABLED)
+    assert "ynn_fusion" in hlo(ONE_LAYER)
