@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from mechjax.chunks import map_chunks
-from mechjax.compile_options import jit_train
+from mechjax.compile_options import jit_analysis, jit_train
 from mechjax.sweep import seed_mesh, sweep_program
 from mechjax.vectorize import resolve_analysis_vectorize
 
@@ -62,7 +62,8 @@ def batched_over_seeds(fn: Callable[..., Any], stacked: Any, *args: Any,
 
     Returns ``(output [n, ...], {'compile_seconds', 'seconds'})``.
     """
-    batched, compile_seconds = timed_compile(vmap_in_seed_blocks(fn, seed_block), stacked, *args)
+    batched, compile_seconds = timed_compile(jit_analysis(vmap_in_seed_blocks(fn, seed_block)),
+                                             stacked, *args)
     out, seconds = timed_call(batched, stacked, *args)
     return out, {"compile_seconds": compile_seconds, "seconds": seconds}
 
@@ -74,7 +75,7 @@ def loop_over_seeds(fn: Callable[..., Any], stacked: Any, *args: Any,
     sums the calls only."""
     n = jax.tree.leaves(stacked)[0].shape[0]
     seed = lambda i: jax.tree.map(lambda x: x[i], stacked)  # noqa: E731
-    single, compile_seconds = timed_compile(fn, seed(0), *args)
+    single, compile_seconds = timed_compile(jit_analysis(fn), seed(0), *args)
     outs, total = [], 0.0
     for i in range(n):
         out, dt = timed_call(single, seed(i), *args)

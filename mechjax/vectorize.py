@@ -1,6 +1,6 @@
-"""How the seeds (or models) of one device share it, chosen per backend: one rule for training
-sweeps (``sweep.sweep_program``) and one for analyses over seeds (``timing.over_seeds``: ACE,
-core comparisons).
+"""How the seeds (or models) of one device share it: one rule for training sweeps
+(``sweep.sweep_program``, chosen per backend) and one for analyses over seeds
+(``timing.over_seeds``: ACE, core comparisons).
 """
 from __future__ import annotations
 
@@ -31,17 +31,16 @@ def resolve_vectorize(vectorize: str) -> str:
 
 
 def resolve_analysis_vectorize(vectorize: str) -> str:
-    """Analyses: ``auto`` is a Python loop of one compiled single-seed program on CPUs, one
-    vmapped program elsewhere.
+    """Analyses: ``auto`` is one vmapped program on every backend (``loop``: a Python loop of one
+    compiled single-seed program, to compare).
 
-    Measured on 2 CPU cores (BUILD_NOTES.md, "Batched analyses on CPU"): ACE over Markov seeds by
-    ``vmap`` first ran at about 0.5-0.6x the speed of the loop. Since ACE validates from the
-    activations it read and vmaps 4 seeds at a time (``ace.ACE_SEED_BLOCK``), the vmapped form
-    runs at 1.05-1.22x the loop at the ace_markov CPU config (issue 31, stops 46-47); ``auto``
-    still loops on CPU because the other analyses (``ace_agreement``, the binding cores) have
-    not been compared at their sizes.
+    On CPU the loop was long the faster form (BUILD_NOTES.md, "Batched analyses on CPU"). Since
+    the analyses over seeds compile without YNNPACK fusions (``compile_options.jit_analysis``)
+    the vmapped form is the faster one in each of them, measured on 2 cores (BUILD_NOTES.md,
+    "Issue 31, stop 48"; each form compiled once, best of several alternated calls): ACE over
+    the 16 ace_markov CPU seeds (in blocks of ``ace.ACE_SEED_BLOCK``) 1.40x the loop, the
+    agreement cores of the 8 ace_agreement CPU seeds 1.15x, the binding cores of 16
+    Assign-and-Add models 1.16x.
     """
     _check(vectorize, ANALYSIS_VECTORIZE)
-    if vectorize == "auto":
-        return "loop" if jax.default_backend() == "cpu" else "vmap"
-    return vectorize
+    return "vmap" if vectorize == "auto" else vectorize

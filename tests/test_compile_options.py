@@ -42,7 +42,7 @@ def test_the_tabled_fast_path_leaves_out_ynnpack_fusions_and_computes_the_same()
 
 
 def test_other_models_and_the_environment_keep_xla_defaults(monkeypatch):
-    assert compile_options.train_compiler_options(TABLED) == compile_options.CPU_TRAIN_OPTIONS
+    assert compile_options.train_compiler_options(TABLED) == compile_options.CPU_OPTIONS
     assert compile_options.train_compiler_options(ONE_LAYER) is None
     monkeypatch.setenv(compile_options.KEEP_DEFAULTS_ENV, "1")
     assert compile_options.train_compiler_options(TABLED) is None
@@ -51,7 +51,7 @@ def test_other_models_and_the_environment_keep_xla_defaults(monkeypatch):
 
 
 def test_an_option_this_xla_does_not_know_leaves_the_defaults(monkeypatch):
-    monkeypatch.setattr(compile_options, "CPU_TRAIN_OPTIONS", {"xla_cpu_no_such_option": ""})
+    monkeypatch.setattr(compile_options, "CPU_OPTIONS", {"xla_cpu_no_such_option": ""})
     assert compile_options.train_compiler_options(TABLED) is None
 
 
@@ -69,3 +69,31 @@ def test_the_sweep_program_carries_the_option_for_the_tabled_model_only():
 
     assert "ynn_fusion" not in hlo(TABLED)
     assert "ynn_fusion" in hlo(ONE_LAYER)
+
+
+def test_analyses_over_seeds_compile_without_ynnpack_fusions_in_both_forms(monkeypatch):
+    # The option itself, and its wiring: timing.over_seeds compiles both the vmapped program
+    # and the per-seed loop's program through jit_analysis (a plain jax.jit would keep XLA's
+    # library fusions).
+    from mechjax import timing
+    assert compile_options.analysis_compiler_options() == compile_options.CPU_OPTIONS
+    assert "ynn_fusion" not in compile_options.jit_analysis(_mlp).lower(*_args()).compile(
+    ).as_text()
+    texts = []
+    real_compile = timing.timed_compile
+
+    def spy(fn, *args):
+        compiled, seconds = real_compile(fn, *args)
+        texts.append(compiled.as_text())
+        return compiled, seconds
+
+    monkeypatch.setattr(timing, "timed_compile", spy)
+    x, w_in, w_out = _args()
+    stacked = {"w_in": jnp.stack([w_in, 2 * w_in]), "w_out": jnp.stack([w_out, w_out])}
+    fn = lambda p, x: _mlp(x, p["w_in"], p["w_out"])  # noqa: E731
+    looped, _ = timing.over_seeds(fn, stacked, x, vectorize="loop")
+    batched, _ = timing.over_seeds(fn, stacked, x, vectorize="vmap")
+    assert len(texts) == 2 and not any("ynn_fusion" in t for t in texts)
+    np.testing.assert_allclose(looped, batched, rtol=1e-6, atol=1e-4)
+    monkeypatch.setenv(compile_options.KEEP_DEFAULTS_ENV, "1")
+    assert compile_options.analysis_compiler_options() is None

@@ -25,8 +25,8 @@ def test_over_seeds_stacks_the_loop_like_the_vmap():
     stacked = {"w": jnp.arange(12.0).reshape(3, 4)}
     x = jnp.asarray([1.0, 2.0, 3.0, 4.0])
     fn = lambda p, x: {"sum": (p["w"] * x).sum(), "w2": p["w"] * 2}  # noqa: E731
-    looped, t_loop = over_seeds(fn, stacked, x)  # auto: the loop on CPU
-    batched, t_vmap = over_seeds(fn, stacked, x, vectorize="vmap")
+    looped, t_loop = over_seeds(fn, stacked, x, vectorize="loop")
+    batched, t_vmap = over_seeds(fn, stacked, x)  # auto: the vmapped program
     assert (t_loop["vectorize"], t_vmap["vectorize"]) == ("loop", "vmap")
     np.testing.assert_allclose(looped["sum"], [20.0, 60.0, 100.0])
     for k in ("sum", "w2"):

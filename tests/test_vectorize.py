@@ -1,4 +1,4 @@
-"""Per-backend choice of how seeds share a device, for training sweeps and for analyses."""
+"""How seeds share a device, for training sweeps (per backend) and for analyses."""
 import re
 
 import jax
@@ -7,10 +7,10 @@ import pytest
 from mechjax.vectorize import resolve_analysis_vectorize, resolve_vectorize
 
 
-def test_cpu_loops_and_explicit_choices_are_kept():
+def test_cpu_training_loops_analyses_vmap_and_explicit_choices_are_kept():
     assert jax.default_backend() == "cpu"
-    assert resolve_vectorize("auto") == "map" and resolve_analysis_vectorize("auto") == "loop"
-    assert resolve_vectorize("vmap") == "vmap" and resolve_analysis_vectorize("vmap") == "vmap"
+    assert resolve_vectorize("auto") == "map" and resolve_analysis_vectorize("auto") == "vmap"
+    assert resolve_vectorize("vmap") == "vmap" and resolve_analysis_vectorize("loop") == "loop"
 
 
 @pytest.mark.parametrize("fn, bad, allowed", [

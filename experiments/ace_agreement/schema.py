@@ -49,7 +49,7 @@ SCHEMA = Schema(
     ace=Section(
         "rank-1 ACE at every layer's residual output, last prompt position",
         vectorize=choice(ANALYSIS_VECTORIZE, "seeds as one vmapped program or a loop of one "
-                         "compiled single-seed program ('auto': the loop on CPU, "
+                         "compiled single-seed program ('auto': the vmapped program, "
                          "mechjax.vectorize)"),
         time_both=boolean("time the vmapped program and the per-seed loop (both run)"),
     ),

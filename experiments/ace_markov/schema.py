@@ -35,7 +35,7 @@ SCHEMA = Schema(
         time_per_seed_loop=boolean("also time the same ACE as a per-seed loop and as one vmapped "
                                    "program"),
         vectorize=choice(ANALYSIS_VECTORIZE, "seeds as one vmapped program or a loop of one "
-                         "compiled single-seed program ('auto': the loop on CPU)",
+                         "compiled single-seed program ('auto': vmapped)",
                          default="auto"),
     ),
 )
