@@ -76,12 +76,21 @@ class Tables(NamedTuple):
 
     def dot(self, u: jax.Array) -> jax.Array:
         """``u [b, h, d] . x[b, k]`` for every key ``k < n_keys`` -> ``[b, h, k]``."""
-        n = self.n_keys
+        n, p = self.n_keys, self.tokens.shape[1]
+        g = self.vo_pos.shape[1]
+        at_pos = jnp.einsum("bhd,rd->bhr", u, self._positions()).reshape(u.shape[:2] + (1 + g, p))
         direct = self._at_tokens(jnp.einsum("bhd,vd->bhv", u, self.emb))[..., :n] \
-            + jnp.einsum("bhd,kd->bhk", u, self.pos[:n])
-        u_vo = self._at_tokens(jnp.einsum("bhd,vgd->bhgv", u, self.vo_emb)) \
-            + jnp.einsum("bhd,jgd->bhgj", u, self.vo_pos)
+            + at_pos[:, :, 0, :n]
+        u_vo = self._at_tokens(jnp.einsum("bhd,vgd->bhgv", u, self.vo_emb)) + at_pos[:, :, 1:]
         return direct + jnp.einsum("bgkj,bhgj->bhk", self.pattern[:, :, :n], u_vo)
+
+    def _positions(self) -> jax.Array:
+        """``[(1 + g) p, d]``: ``P``, then ``VP`` of each head. ``dot`` and ``mix`` read both
+        through one product: XLA's CPU dot runs the ``[b, p] x [p, d]`` products' transposes
+        (the backward) at 12-60 GFLOP/s, so two of them cost more than one twice as wide
+        (1.02-1.03x for the step, BUILD_NOTES issue 31, stop 48)."""
+        return jnp.concatenate([self.pos[None], jnp.moveaxis(self.vo_pos, 1, 0)]).reshape(
+            -1, self.pos.shape[-1])
 
     def mix(self, weights: jax.Array) -> jax.Array:
         """``sum_k weights[b, h, k] x[b, k]`` over ``k < n_keys`` -> ``[b, h, d]``."""
@@ -89,9 +98,9 @@ class Tables(NamedTuple):
         padded = jnp.pad(weights, ((0, 0), (0, 0), (0, p - n)))  # keys past n_keys weigh 0
         direct = jnp.einsum("bhv,vd->bhd", self._into_tokens(padded), self.emb)
         through = jnp.einsum("bhk,bgkj->bhgj", weights, self.pattern[:, :, :n])
-        return (direct + jnp.einsum("bhk,kd->bhd", weights, self.pos[:n])
-                + jnp.einsum("bhgv,vgd->bhd", self._into_tokens(through), self.vo_emb)
-                + jnp.einsum("bhgj,jgd->bhd", through, self.vo_pos))
+        both = jnp.concatenate([padded[:, :, None], through], 2).reshape(weights.shape[:2] + (-1,))
+        return (direct + jnp.einsum("bhr,rd->bhd", both, self._positions())
+                + jnp.einsum("bhgv,vgd->bhd", self._into_tokens(through), self.vo_emb))
 
 
 def first_layer(params: Params, tokens: jax.Array, cfg: ModelConfig, rate: Rate = None,
