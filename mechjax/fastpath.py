@@ -101,7 +101,9 @@ def _last_layer_at(params: Params, layer: int, x: jax.Array | Tables, position: 
     n_keys = position + 1 if cfg.causal else n_pos
     keys = (inp.keys(n_keys) if isinstance(inp, Tables) else inp[:, :n_keys]) \
         if cfg.causal else inp
-    q = jnp.einsum("bd,hde->bhe", _row(inp, position), params[pre + "attn.W_Q"])
+    x_row = _row(x, position)  # read once: as Tables a row is products, and so is its gradient
+    q = jnp.einsum("bd,hde->bhe", x_row if inp is x else _row(inp, position),
+                   params[pre + "attn.W_Q"])
     if cfg.use_bias:
         q = q + params[pre + "attn.b_Q"]  # b_K adds the same score to every key: softmax ignores it
     u = jnp.einsum("bhe,hde->bhd", q, params[pre + "attn.W_K"])
@@ -124,7 +126,7 @@ def _last_layer_at(params: Params, layer: int, x: jax.Array | Tables, position: 
     elif cfg.use_bias:  # rows of the pattern sum to one, so b_V passes through unchanged
         out = out + jnp.einsum("he,hed->d", params[pre + "attn.b_V"], params[pre + "attn.W_O"])
         out = out + params[pre + "attn.b_O"]
-    resid = _add_and_norm(params, pre + "ln1.", _row(x, position),
+    resid = _add_and_norm(params, pre + "ln1.", x_row,
                           row(d_model)(out, cfg.dropout, k_attn_out), cfg)
     if cfg.has_mlp(layer):
         inp = _layer_norm(params, pre + "ln2.", resid, cfg, _identity_hook) \
