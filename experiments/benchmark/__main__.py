@@ -2,7 +2,9 @@
     [--torch=auto|yes|no] [--torch_python=PATH]
 
 Every measurement runs in its own subprocess (so each can choose its number of host devices
-before JAX starts) and the ratios are printed side by side at the end.
+before JAX starts) and the ratios are printed side by side at the end. Processes differ by
++-5-15% on shared cores, so the sequential loop and the two one-device sweeps are also timed in
+one process with their calls alternated (``bench.measure_paired``), printed last.
 """
 from absl import app, flags
 

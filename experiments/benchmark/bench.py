@@ -15,7 +15,7 @@ import sys
 import time
 
 MODES = ("single_full", "single_fast", "sequential", "sweep_vmap", "sweep_map",
-         "transformer_lens")
+         "transformer_lens", "paired")
 
 
 TINY_MODEL = {"d_model": 16, "d_mlp": 32}  # --tiny: the same architecture, seconds on a CPU
@@ -49,11 +49,11 @@ def _best_time(fn, repeats: int) -> float:
     return best
 
 
-def measure_jax(mode: str, steps: int, seeds: int, batch: int, repeats: int,
-                dtype: str = "float32", tiny: bool = False) -> dict:
-    """Best of ``repeats`` timed calls of ``steps`` training steps (compiled first, compile
-    time reported apart). Each call continues from the state the previous one returned, as
-    training does, so no copy or re-initialization is timed. ``dtype``: the compute dtype."""
+def _runner(mode: str, steps: int, seeds: int, batch: int, repeats: int,
+            dtype: str = "float32", tiny: bool = False):
+    """``(go, compile_seconds, n_models)`` for ``mode``: ``go()`` trains every model of the
+    mode ``steps`` steps (compiled and warmed up first). Each call continues from the state the
+    previous one returned, as training does, so no copy or re-initialization is timed."""
     import jax
     import numpy as np
     from jax.sharding import NamedSharding, PartitionSpec
@@ -76,13 +76,11 @@ def measure_jax(mode: str, steps: int, seeds: int, batch: int, repeats: int,
         t0 = time.perf_counter()
         compiled = run.lower(states[0], hp).compile()
         compile_seconds = time.perf_counter() - t0
-        states = [jax.block_until_ready(compiled(s, hp)) for s in states]  # warm-up
 
         def go():
             for i, s in enumerate(states):
                 states[i] = jax.block_until_ready(compiled(s, hp))
 
-        seconds = _best_time(go, repeats)
         n_models = len(states)
     else:
         mesh = seed_mesh()
@@ -104,15 +102,45 @@ def measure_jax(mode: str, steps: int, seeds: int, batch: int, repeats: int,
         def go():  # the program donates its input state and returns the next one
             state[0] = jax.block_until_ready(compiled(state[0], grid, total))[0]
 
-        go()  # warm-up
-        seconds = _best_time(go, repeats)
         n_models = n_pad
+    go()  # warm-up
+    return go, compile_seconds, n_models
+
+
+def _row(mode: str, compile_seconds: float, seconds: float, n_models: int, steps: int,
+         dtype: str) -> dict:
+    import jax
     dev = jax.devices()[0]
     return {"mode": mode, "devices": jax.device_count(), "models": n_models, "steps": steps,
             "dtype": dtype, "platform": dev.platform, "device_kind": dev.device_kind,
             "compile_seconds": compile_seconds, "seconds": seconds,
             "ms_per_model_step": 1e3 * seconds / (n_models * steps),
             "model_steps_per_s": n_models * steps / seconds}
+
+
+def measure_jax(mode: str, steps: int, seeds: int, batch: int, repeats: int,
+                dtype: str = "float32", tiny: bool = False) -> dict:
+    """Best of ``repeats`` timed calls of ``steps`` training steps of ``mode``'s models
+    (compile time reported apart). ``dtype``: the compute dtype."""
+    go, compile_seconds, n_models = _runner(mode, steps, seeds, batch, repeats, dtype, tiny)
+    return _row(mode, compile_seconds, _best_time(go, repeats), n_models, steps, dtype)
+
+
+PAIRED = ("sequential", "sweep_vmap", "sweep_map")
+
+
+def measure_paired(steps: int, seeds: int, batch: int, repeats: int, dtype: str = "float32",
+                   tiny: bool = False) -> dict:
+    """The sequential loop and the two one-device sweeps in one process, their timed calls
+    alternated (best of ``repeats`` each): ratios between them that a separate process per
+    measurement (+-5-15% on shared cores) cannot give. ``{"mode": "paired", "rows": [...]}``."""
+    runners = {m: _runner(m, steps, seeds, batch, repeats, dtype, tiny) for m in PAIRED}
+    best = dict.fromkeys(PAIRED, float("inf"))
+    for _ in range(repeats):
+        for m, (go, _, _) in runners.items():
+            best[m] = min(best[m], _best_time(go, 1))
+    return {"mode": "paired", "rows": [_row(m, runners[m][1], best[m], runners[m][2], steps,
+                                            dtype) for m in PAIRED]}
 
 
 def measure_transformer_lens(steps: int, batch: int, repeats: int, tiny: bool = False,
@@ -214,6 +242,14 @@ def main(steps: int, seeds: int, batch: int, devices: list[int], torch: str,
         fast = by.get(("single_fast", 1))
         print(f"ratio mechjax single seed / TransformerLens per model-step: "
               f"{tl['ms_per_model_step'] / fast['ms_per_model_step']:.2f}")
+    paired = _subprocess("paired", 1, args)
+    if paired:
+        ms = {r["mode"]: r["ms_per_model_step"] for r in paired["rows"]}
+        print(f"one process, 1 dev, timed calls alternated (best of {repeats}), ms/model-step: "
+              + ", ".join(f"{m} {ms[m]:.2f}" + ("" if m == "sequential" else
+                                               f" ({ms['sequential'] / ms[m]:.2f}x sequential)")
+                          for m in PAIRED))
+        rows.append(paired)
     return rows
 
 
@@ -224,6 +260,8 @@ if __name__ == "__main__":
     if mode == "transformer_lens":
         out = measure_transformer_lens(args["steps"], args["batch"], args["repeats"],
                                        args.get("tiny", False))
+    elif mode == "paired":
+        out = measure_paired(**args)
     else:
         out = measure_jax(mode, **args)
     print(json.dumps(out))
