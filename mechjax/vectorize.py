@@ -40,7 +40,7 @@ def resolve_analysis_vectorize(vectorize: str) -> str:
     "Issue 31, stop 48"; each form compiled once, best of several alternated calls): ACE over
     the 16 ace_markov CPU seeds (in blocks of ``ace.ACE_SEED_BLOCK``) 1.40x the loop, the
     agreement cores of the 8 ace_agreement CPU seeds 1.15x, the binding cores of 16
-    Assign-and-Add models 1.16x.
+    Assign-and-Add models 1.15x.
     """
     _check(vectorize, ANALYSIS_VECTORIZE)
     return "vmap" if vectorize == "auto" else vectorize
