@@ -101,8 +101,12 @@ def _last_layer_at(params: Params, layer: int, x: jax.Array | Tables, position: 
     n_keys = position + 1 if cfg.causal else n_pos
     keys = (inp.keys(n_keys) if isinstance(inp, Tables) else inp[:, :n_keys]) \
         if cfg.causal else inp
-    x_row = _row(x, position)  # read once: as Tables a row is products, and so is its gradient
-    q = jnp.einsum("bd,hde->bhe", x_row if inp is x else _row(inp, position),
+    x_row = _row(x, position)
+    # Tables: the row is read once (it is products, and so is its gradient: 1.03x the step);
+    # an array is sliced twice as before (a slice is free, and one slice would change the
+    # float32 summation order of its gradient, which training amplifies)
+    shared = isinstance(x, Tables) and inp is x
+    q = jnp.einsum("bd,hde->bhe", x_row if shared else _row(inp, position),
                    params[pre + "attn.W_Q"])
     if cfg.use_bias:
         q = q + params[pre + "attn.b_Q"]  # b_K adds the same score to every key: softmax ignores it
