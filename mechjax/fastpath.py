@@ -101,12 +101,11 @@ def _last_layer_at(params: Params, layer: int, x: jax.Array | Tables, position: 
     n_keys = position + 1 if cfg.causal else n_pos
     keys = (inp.keys(n_keys) if isinstance(inp, Tables) else inp[:, :n_keys]) \
         if cfg.causal else inp
-    x_row = _row(x, position)
     # Tables: the row is read once (it is products, and so is its gradient: 1.03x the step);
-    # an array is sliced twice as before (a slice is free, and one slice would change the
-    # float32 summation order of its gradient, which training amplifies)
-    shared = isinstance(x, Tables) and inp is x
-    q = jnp.einsum("bd,hde->bhe", x_row if shared else _row(inp, position),
+    # an array is sliced where it is used, as before (a slice is free, and another order of the
+    # gradient's float32 sums changes what training reaches)
+    x_row = _row(x, position) if isinstance(x, Tables) and inp is x else None
+    q = jnp.einsum("bd,hde->bhe", _row(inp, position) if x_row is None else x_row,
                    params[pre + "attn.W_Q"])
     if cfg.use_bias:
         q = q + params[pre + "attn.b_Q"]  # b_K adds the same score to every key: softmax ignores it
@@ -130,7 +129,7 @@ def _last_layer_at(params: Params, layer: int, x: jax.Array | Tables, position: 
     elif cfg.use_bias:  # rows of the pattern sum to one, so b_V passes through unchanged
         out = out + jnp.einsum("he,hed->d", params[pre + "attn.b_V"], params[pre + "attn.W_O"])
         out = out + params[pre + "attn.b_O"]
-    resid = _add_and_norm(params, pre + "ln1.", x_row,
+    resid = _add_and_norm(params, pre + "ln1.", _row(x, position) if x_row is None else x_row,
                           row(d_model)(out, cfg.dropout, k_attn_out), cfg)
     if cfg.has_mlp(layer):
         inp = _layer_norm(params, pre + "ln2.", resid, cfg, _identity_hook) \
