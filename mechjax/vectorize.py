@@ -18,11 +18,11 @@ def _check(vectorize: str, allowed: tuple[str, ...]) -> None:
 def resolve_vectorize(vectorize: str) -> str:
     """Training: ``auto`` is a per-device loop (``lax.map``) on CPUs, ``vmap`` elsewhere.
 
-    Measured on 2 CPU cores at the Assign-and-Add size (BUILD_NOTES.md, issue 31 stop 47): 16
-    seeds by ``vmap`` on one device ran at 0.79x the per-model speed of a sequential loop (the
-    seeds' weights differ, so no product grows, and 16 models' activations spill the caches), by
-    ``lax.map`` at 0.93x, and ``lax.map`` over 2 host devices at 1.20x; on an accelerator,
-    batching the seeds is what fills the device.
+    Measured on 2 CPU cores at the Assign-and-Add size (BUILD_NOTES.md, issue 31 stop 48): 16
+    seeds by ``vmap`` on one device ran at 0.87-0.88x the per-model speed of a sequential loop
+    timed in the same process (the seeds' weights differ, so no product grows, and 16 models'
+    activations spill the caches), by ``lax.map`` at 0.96-0.98x, and ``lax.map`` over 2 host
+    devices at 1.10-1.25x; on an accelerator, batching the seeds is what fills the device.
     """
     _check(vectorize, VECTORIZE)
     if vectorize == "auto":
