@@ -3,7 +3,7 @@
     python -m experiments.quickstart --workdir=runs/quickstart
     python examples/walkthrough.py runs/quickstart [--figure=walkthrough.png] [--export=tl_seed3]
 
-Opens the workdir with ``mechjax.runs``, picks seed 3 at a saved step, computes its embedding's
+Opens the workdir with ``mechjax.sweeps.runs``, picks seed 3 at a saved step, computes its embedding's
 Fourier spectrum, runs ACE on its last-layer residual stream, compares its core with seed 4's,
 plots all of it, and exports seed 3 to TransformerLens (when torch is installed). Nothing from
 ``experiments/`` is imported: the run's files hold everything needed. The tests run this script
@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from mechjax import runs
+from mechjax.sweeps import runs
 from mechjax.analysis import ace, fourier
 
 
@@ -79,8 +79,8 @@ def walkthrough(workdir: str, export_dir: str | None = None) -> dict[str, Any]:
     if export_dir is not None:
         import torch
 
-        from mechjax import tl_export
-        from mechjax.model import apply
+        from mechjax.interop import tl_export
+        from mechjax.models.transformer import apply
         run.export_tl(seed=3, step=step, path=export_dir)
         model = tl_export.load(export_dir)
         with torch.no_grad():

@@ -4,7 +4,7 @@ Every output file is written to a temporary file in the same folder and renamed 
 reader (or a crash) never sees a half-written file under the final name: it sees the old file or
 the new one. The temporary name carries the process id, so two writers never share one.
 
-In a multi-process run (``mechjax.distributed``) only process 0 writes: every process holds the
+In a multi-process run (``mechjax.sweeps.distributed``) only process 0 writes: every process holds the
 same gathered result, so the other processes' writes would only race for the same path. Every
 experiment's summaries, figures and arrays follow this rule without checking for it.
 """

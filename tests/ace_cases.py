@@ -7,8 +7,8 @@ import functools
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.config import ModelConfig
-from mechjax.model import param_shapes
+from mechjax.models.config import ModelConfig
+from mechjax.models.transformer import param_shapes
 
 
 def orthogonal(rng: np.random.Generator, d: int) -> np.ndarray:

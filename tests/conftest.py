@@ -26,7 +26,7 @@ if os.environ.get("MECHJAX_TEST_FULL_OPT") != "1":
 # runs, and it never fills or reads the experiments' cache. On in every worker before anything
 # compiles, because JAX decides once per process whether to use it; subprocesses inherit both
 # variables, so the experiments they start use the same folder.
-from mechjax.workdir import enable_compilation_cache  # noqa: E402
+from mechjax.sweeps.workdir import enable_compilation_cache  # noqa: E402
 
 SUITE_CACHE = os.path.join(REPO, ".jaxcache")
 os.environ["MECHJAX_CACHE_DIR"] = SUITE_CACHE
@@ -75,7 +75,7 @@ def assert_refused_before_writing(run_fn, config, workdir, message):
     ``workdir`` unwritten (the check every experiment makes before compiling anything)."""
     import re
 
-    from mechjax.config import ConfigError
+    from mechjax.models.config import ConfigError
     with pytest.raises(ConfigError, match=re.escape(message)):
         run_fn(config, str(workdir))
     assert not os.path.exists(workdir)
@@ -83,7 +83,7 @@ def assert_refused_before_writing(run_fn, config, workdir, message):
 
 def run_watched(run_fn, config, workdir, **kwargs):
     """``run_fn(config, workdir, **kwargs)`` in process, under the stall watchdog."""
-    from mechjax import watchdog
+    from mechjax.sweeps import watchdog
     name = getattr(run_fn, "__module__", "an experiment")
     with watchdog.watch(f"in-process run of {name}", stall_seconds=STALL_SECONDS):
         return run_fn(config, str(workdir), **kwargs)

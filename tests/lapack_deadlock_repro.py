@@ -25,7 +25,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-from mechjax import linalg, watchdog  # noqa: E402
+from mechjax import linalg  # noqa: E402
+from mechjax.sweeps import watchdog  # noqa: E402
 
 
 def main() -> None:

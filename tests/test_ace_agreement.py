@@ -13,11 +13,11 @@ import pytest
 from conftest import run_watched
 from experiments.ace_agreement import run
 from experiments.ace_agreement.configs import tiny
-from mechjax import runs
-from mechjax.config import ConfigError
-from mechjax.loaders import (CheckpointError, TokenizerError, build_word_level, gpt2_model_config,
+from mechjax.sweeps import runs
+from mechjax.models.config import ConfigError
+from mechjax.interop import (CheckpointError, TokenizerError, build_word_level, gpt2_model_config,
                              load_tokenizer, save_gpt2)
-from mechjax.model import init_params
+from mechjax.models.transformer import init_params
 
 FIGURES = ("auc_vs_depth.png", "core_vs_margin.png", "generation_example.png",
            "margin_boxplots.png", "spearman.png")

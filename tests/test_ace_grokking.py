@@ -14,8 +14,8 @@ from experiments.ace_grokking.configs import tiny
 from experiments.clock_pizza import run as clock_pizza_job
 from experiments.clock_pizza.configs import tiny as clock_pizza_tiny
 from mechjax.analysis.seeds import STAT_KEYS
-from mechjax.config import ConfigError
-from mechjax.snapshots import snapshot_path
+from mechjax.models.config import ConfigError
+from mechjax.sweeps.snapshots import snapshot_path
 
 FIGURES = ("accuracy_core_dim.png", "core_interventions.png", "eigenvalue_clocks.png",
            "core_dim_wd1_vs_wd0.png", "r_suf_vs_r_nec.png", "rotational_modes.png")

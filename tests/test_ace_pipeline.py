@@ -8,8 +8,8 @@ import jax
 import jax.numpy as jnp
 
 from mechjax.analysis import ace
-from mechjax.analysis import grokking_core as gc
-from mechjax.model import init_params
+from mechjax.studies import grokking_core as gc
+from mechjax.models.transformer import init_params
 
 P = 13
 D = 16

@@ -8,7 +8,7 @@ import pytest
 
 from ace_cases import tiny_model
 from mechjax.analysis import ace
-from mechjax.hooks import run_with_hooks
+from mechjax.models.hooks import run_with_hooks
 
 @pytest.mark.parametrize("k", [3, 9])  # K < D uses jacrev, K >= D jacfwd
 def test_tail_jacobians_match_finite_differences(k):

@@ -8,8 +8,8 @@ import pytest
 
 from ace_cases import tiny_model
 from mechjax.analysis import ace
-from mechjax.hooks import run_with_hooks
-from mechjax.model import apply
+from mechjax.models.hooks import run_with_hooks
+from mechjax.models.transformer import apply
 
 def test_validate_full_and_empty_basis_give_trivial_answers():
     cfg, params, tokens = tiny_model(1)
@@ -60,8 +60,8 @@ def test_rank_scans():
 
 
 def test_linear_tail_scan_matches_hook_scan():
-    from mechjax.analysis import grokking_core as gc
-    from mechjax.model import init_params
+    from mechjax.studies import grokking_core as gc
+    from mechjax.models.transformer import init_params
     p = 7
     cfg = gc.spec_model_config(p, d_model=8, n_heads=2, d_mlp=16, dropout=0.0)
     params = init_params(jax.random.PRNGKey(0), cfg)

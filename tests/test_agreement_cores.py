@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from mechjax.analysis import ace
-from mechjax.analysis import agreement_cores as ac
-from mechjax.loaders import gpt2_model_config
+from mechjax.studies import agreement_cores as ac
+from mechjax.interop import gpt2_model_config
 from mechjax.metrics import roc_auc
-from mechjax.model import init_params
+from mechjax.models.transformer import init_params
 
 VERBS = jnp.array([3, 4, 5, 6])
 

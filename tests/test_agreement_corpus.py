@@ -5,8 +5,8 @@ import re
 import numpy as np
 import pytest
 
-from mechjax.analysis.agreement_generation import slots
-from mechjax.loaders import load_tokenizer
+from mechjax.studies.agreement_generation import slots
+from mechjax.interop import load_tokenizer
 from mechjax.tasks import agreement as ag
 from mechjax.tasks import agreement_corpus as corpus
 

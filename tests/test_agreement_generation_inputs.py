@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from experiments.ace_agreement import stages
-from mechjax.analysis import agreement_generation as ag_gen
-from mechjax.loaders.tokenizer import END_OF_TEXT
+from mechjax.studies import agreement_generation as ag_gen
+from mechjax.interop.tokenizer import END_OF_TEXT
 from mechjax.tasks import agreement as ag
 from mechjax.tasks import agreement_corpus as corpus
 

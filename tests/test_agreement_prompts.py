@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 
-from mechjax.loaders import TokenizerError, build_word_level, train_byte_level_bpe
+from mechjax.interop import TokenizerError, build_word_level, train_byte_level_bpe
 from mechjax.tasks import agreement as ag
 
 

@@ -229,7 +229,7 @@ def test_spec_example_and_decoding_helpers():
 def test_reference_checkpoints_reproduce_spec_numbers(reference_dir, split):
     """SPEC 1.4 accuracies: final 0-var held-out, and the phase-2 and phase-3 jumps."""
     from experiments.assign_add.evaluate import correct, predict_fn
-    from mechjax.weights import load_npz
+    from mechjax.interop.weights import load_npz
     cfg = aa.model_config()
     predict = predict_fn(cfg)
     load = lambda name: load_npz(os.path.join(reference_dir, f"{name}.npz"), cfg)  # noqa: E731

@@ -17,11 +17,11 @@ from conftest import assert_refused_before_writing, run_watched
 from experiments.assign_add import analysis as an
 from experiments.assign_add import progress, run, sweep_data
 from experiments.assign_add.configs import sweep_f, tiny
-from mechjax.analysis import assign_add_mech as mech
-from mechjax.model import apply, init_params
+from mechjax.studies import assign_add_mech as mech
+from mechjax.models.transformer import apply, init_params
 from mechjax.tasks import assign_add as aa
 from mechjax.metrics import cross_entropy
-from mechjax.train import Trainer
+from mechjax.training.train import Trainer
 
 SMALL = dict(d_model=16, d_mlp=32)
 
@@ -138,9 +138,9 @@ def reference_sweep(reference):
     """A stand-in for ``run_sweep`` that "trains" one seed into the authors' checkpoints: its
     metrics are the trainer's own evaluation of each checkpoint (in order, the final one last)
     and its final parameters are the authors' final model, whose mechanism SPEC 1.4 reports."""
-    from mechjax.sweep import SweepResult
-    from mechjax.train import split_hparams
-    from mechjax.weights import load_npz
+    from mechjax.sweeps.sweep import SweepResult
+    from mechjax.training.train import split_hparams
+    from mechjax.interop.weights import load_npz
 
     def sweep(trainer, seeds, hparams, workdir, **_):
         names = [f"step_{s}" for s in REFERENCE_STEPS] + ["final"]

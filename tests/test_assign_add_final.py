@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mechjax.analysis import assign_add_final as final
+from mechjax.studies import assign_add_final as final
 
 
 def test_fourier_component_recovers_a_planted_frequency_and_drops_the_rest():

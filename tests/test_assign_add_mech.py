@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax.analysis import assign_add_mech as mech
+from mechjax.studies import assign_add_mech as mech
 from mechjax.tasks import assign_add as aa
 
 
@@ -83,7 +83,7 @@ CHECKPOINTS = ("step_1001", "step_3001", "step_5401", "final")
 def summary():
     from conftest import require_reference
     reference = require_reference()
-    from mechjax.weights import load_npz
+    from mechjax.interop.weights import load_npz
     cfg = aa.model_config()
     params = [load_npz(os.path.join(reference, f"{c}.npz"), cfg) for c in CHECKPOINTS]
     stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *params)

@@ -6,13 +6,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax import attention_rate as ar
-from mechjax import attention_mix, fastpath
-from mechjax.config import ConfigError, ModelConfig
-from mechjax.model import forward, init_params
-from mechjax.sweep import run_sweep
+from mechjax.models import attention_rate as ar
+from mechjax.training.rate import RateTrainer
+from mechjax.models import attention_mix
+from mechjax.models import fastpath
+from mechjax.models.config import ConfigError, ModelConfig
+from mechjax.models.transformer import forward, init_params
+from mechjax.sweeps.sweep import run_sweep
 from mechjax.tasks import modular
-from mechjax.train import TrainConfig, make_train
+from mechjax.training.train import TrainConfig, make_train
 
 CFG = ModelConfig(n_layers=1, d_model=16, n_heads=4, d_head=4, d_mlp=32, d_vocab=11,
                   n_ctx=2, causal=False)
@@ -96,7 +98,7 @@ def test_rates_x_seeds_grid_is_one_program_and_rate_one_reproduces_the_trainer(t
     task = modular.make_task(p=11, train_fraction=0.5)
     cfg = ModelConfig.from_dict(dict(CFG.to_dict()))
     train_cfg = TrainConfig(steps=20, eval_every=10)
-    rated = ar.RateTrainer(task, cfg, train_cfg)
+    rated = RateTrainer(task, cfg, train_cfg)
     assert float(rated.default_hparams()["attn_rate"]) == 1.0
     result = run_sweep(rated, [0, 1], {"attn_rate": [1.0, 0.0], "lr": 1e-2}, str(tmp_path / "r"),
                        chunk_evals=2)

@@ -34,7 +34,7 @@ PLANTED = {"float32": {"0var_heldout": (0.5, 0.7), "1var_train": (0.9, 0.9),
 @pytest.mark.timeout(600)  # 4 tiny sweep programs compiled; minutes at load 15
 def test_throughput_rows_and_the_bf16_parity_gap(tmp_path, monkeypatch):
     import numpy as np
-    from mechjax import sweep
+    from mechjax.sweeps import sweep
     trained = []
 
     def planted_sweep(trainer, seeds, hparams, log_every_chunk=True):

@@ -1,4 +1,4 @@
-"""ACE cores of the binding circuit across seeds (``mechjax.analysis.binding_cores`` and the
+"""ACE cores of the binding circuit across seeds (``mechjax.studies.binding_cores`` and the
 ``experiments.seed_atlas.binding_cores`` command) on planted seeds, no training.
 
 Planted split: four random tiny Assign-and-Add models whose two attention layers write only into
@@ -23,13 +23,13 @@ from conftest import assert_refused_before_writing
 
 from experiments.seed_atlas import binding_cores as command
 from experiments.seed_atlas.configs import binding_cores as bc_cfg
-from mechjax.analysis import binding_cores as bc
+from mechjax.studies import binding_cores as bc
 from mechjax.io import write_json, write_npz
-from mechjax.model import init_params
-from mechjax.snapshots import snapshot_path
-from mechjax.sweep_files import write_metrics
+from mechjax.models.transformer import init_params
+from mechjax.sweeps.snapshots import snapshot_path
+from mechjax.sweeps.files import write_metrics
 from mechjax.tasks import assign_add as aa
-from mechjax.train import TrainConfig
+from mechjax.training.train import TrainConfig
 
 D, K = 16, 3
 CFG = dataclasses.replace(aa.model_config(), d_model=D, d_mlp=32)
@@ -80,7 +80,7 @@ def analyse(params):
 
 
 def write_run(folder, params, task=True):
-    """A run folder as ``experiments.assign_add`` leaves it (what ``mechjax.runs`` reads):
+    """A run folder as ``experiments.assign_add`` leaves it (what ``mechjax.sweeps.runs`` reads):
     snapshots at ``STEPS``, group 1 at restricted accuracy 1 and group 0 at chance."""
     os.makedirs(folder)
     write_json(os.path.join(folder, "model_config.json"), CFG.to_dict())

@@ -8,10 +8,10 @@ import pytest
 
 from mechjax.analysis import ace
 from mechjax.chunks import map_chunks
-from mechjax.config import ConfigError, ModelConfig
-from mechjax.model import param_shapes
+from mechjax.models.config import ConfigError, ModelConfig
+from mechjax.models.transformer import param_shapes
 from mechjax.tasks import modular
-from mechjax.train import TrainConfig, make_train
+from mechjax.training.train import TrainConfig, make_train
 
 from tests.ace_cases import tiny_model
 

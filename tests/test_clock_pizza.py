@@ -6,9 +6,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax.analysis import clock_pizza as cp
-from mechjax.config import ModelConfig
-from mechjax.model import forward, init_params
+from mechjax.studies import clock_pizza as cp
+from mechjax.models.config import ModelConfig
+from mechjax.models.transformer import forward, init_params
 
 P, W = 31, 2 * np.pi * 3 / 31  # one key frequency k = 3
 

@@ -10,9 +10,10 @@ import pytest
 
 from experiments.clock_pizza import run as job
 from experiments.clock_pizza.configs import tiny
-from mechjax import attention_rate, runs
-from mechjax.analysis import clock_pizza as cp
-from mechjax.config import ConfigError
+from mechjax.models import attention_rate
+from mechjax.sweeps import runs
+from mechjax.studies import clock_pizza as cp
+from mechjax.models.config import ConfigError
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax import compile_options
-from mechjax.config import ModelConfig
+from mechjax.training import compile_options
+from mechjax.models.config import ModelConfig
 from mechjax.tasks import modular
 from mechjax.tasks.assign_add import make_task, model_config
-from mechjax.train import TrainConfig, make_train
+from mechjax.training.train import TrainConfig, make_train
 
 TABLED = make_train(make_task(8), dataclasses.replace(model_config(), d_model=16, d_mlp=32),
                     TrainConfig(steps=2, eval_every=1, eval_pools=()))
@@ -57,7 +57,7 @@ def test_an_option_this_xla_does_not_know_leaves_the_defaults(monkeypatch):
 
 def test_the_sweep_program_carries_the_option_for_the_tabled_model_only():
     # The wiring: run_sweep's program (sweep.sweep_program) is compiled through jit_train.
-    from mechjax.sweep import seed_mesh, sweep_program
+    from mechjax.sweeps.sweep import seed_mesh, sweep_program
 
     def hlo(trainer):
         hp = trainer.default_hparams()
@@ -75,7 +75,7 @@ def test_analyses_over_seeds_compile_without_ynnpack_fusions_in_both_forms(monke
     # The option itself, and its wiring: timing.over_seeds compiles both the vmapped program
     # and the per-seed loop's program through jit_analysis (a plain jax.jit would keep XLA's
     # library fusions).
-    from mechjax import timing
+    from mechjax.sweeps import timing
     assert compile_options.analysis_compiler_options() == compile_options.CPU_OPTIONS
     assert "ynn_fusion" not in compile_options.jit_analysis(_mlp).lower(*_args()).compile(
     ).as_text()

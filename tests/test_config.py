@@ -1,6 +1,6 @@
 import pytest
 
-from mechjax.config import ConfigError, ModelConfig
+from mechjax.models.config import ConfigError, ModelConfig
 
 
 @pytest.mark.parametrize("kwargs, fragment", [

@@ -7,8 +7,8 @@ import ml_collections
 import pytest
 
 from conftest import PYTHON, REPO, run_module_env
-from mechjax.config import ConfigError, ModelConfig
-from mechjax.config_schema import (SEEDS, DataclassSection, Schema, Section, boolean, choice,
+from mechjax.models.config import ConfigError, ModelConfig
+from mechjax.cli.schema import (SEEDS, DataclassSection, Schema, Section, boolean, choice,
                                    fraction, hparams, integer, optional, sequence)
 
 SCHEMA = Schema(

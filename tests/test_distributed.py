@@ -3,8 +3,8 @@ import re
 
 import pytest
 
-from mechjax import distributed
-from mechjax.config import ConfigError
+from mechjax.sweeps import distributed
+from mechjax.models.config import ConfigError
 
 
 @pytest.mark.parametrize("args, message", [

@@ -1,5 +1,5 @@
-"""mechjax.experiment: short flags of run_cli (aliases) become --config.<key> overrides."""
-from mechjax.experiment import expand_aliases
+"""mechjax.cli.experiment: short flags of run_cli (aliases) become --config.<key> overrides."""
+from mechjax.cli.experiment import expand_aliases
 
 ALIASES = {"weights": "weights", "seed": "from_seed"}
 

@@ -3,9 +3,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax import fastpath
-from mechjax.config import ModelConfig
-from mechjax.model import apply, init_params
+from mechjax.models import fastpath
+from mechjax.models.config import ModelConfig
+from mechjax.models.transformer import apply, init_params
 
 CONFIGS = {
     "assign_add": ModelConfig(n_layers=2, d_model=16, n_heads=1, d_mlp=32, d_vocab=12,
@@ -46,7 +46,7 @@ def test_readout_loss_and_gradients_equal_full_forward(name, position, dropout_k
     cfg = {**CONFIGS, **DROPOUT_CONFIGS}[name]
     key = None if dropout_key is None else jax.random.PRNGKey(dropout_key)
     assert fastpath.applies(cfg)
-    # layer 0 as tables (mechjax.fastpath_tables) is taken by exactly these
+    # layer 0 as tables (mechjax.models.fastpath_tables) is taken by exactly these
     assert fastpath.tabled(cfg, dropout_drawn=key is not None) == (
         name in ("assign_add", "attn_only_no_pos", "two_layers_bias_bidirectional"))
     with jax.enable_x64(True):

@@ -3,10 +3,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax import fastpath_tables
-from mechjax.config import ModelConfig
-from mechjax.hooks import run_with_cache
-from mechjax.model import init_params
+from mechjax.models import fastpath_tables
+from mechjax.models.config import ModelConfig
+from mechjax.models.hooks import run_with_cache
+from mechjax.models.transformer import init_params
 
 
 @pytest.mark.parametrize("cfg", [

@@ -6,11 +6,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax import generate as gen
-from mechjax.analysis import agreement_cores as ac
-from mechjax.analysis import agreement_generation as ag_gen
-from mechjax.loaders import gpt2_model_config
-from mechjax.model import apply, init_params
+from mechjax.models import generate as gen
+from mechjax.studies import agreement_cores as ac
+from mechjax.studies import agreement_generation as ag_gen
+from mechjax.interop import gpt2_model_config
+from mechjax.models.transformer import apply, init_params
 
 VERBS = (3, 4, 5, 6)
 

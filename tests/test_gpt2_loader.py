@@ -12,12 +12,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax import hooks
-from mechjax.config import ModelConfig
-from mechjax.loaders import (CheckpointError, GPT2FormatError, gpt2_model_config, load_gpt2,
+from mechjax.models import hooks
+from mechjax.models.config import ModelConfig
+from mechjax.interop import (CheckpointError, GPT2FormatError, gpt2_model_config, load_gpt2,
                              save_gpt2)
-from mechjax.loaders.gpt2 import read_hf_config
-from mechjax.model import apply, param_shapes
+from mechjax.interop.gpt2 import read_hf_config
+from mechjax.models.transformer import apply, param_shapes
 
 TOL = 1e-4
 EXTRA_REASON = "needs the torch extra (torch and transformers): pip install -e \".[torch]\""

@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from mechjax.analysis import grokking_core as gc
-from mechjax.config import ConfigError
+from mechjax.studies import grokking_core as gc
+from mechjax.models.config import ConfigError
 from mechjax.tasks import modular
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mechjax.analysis import grokking_dynamics as gd
+from mechjax.studies import grokking_dynamics as gd
 
 
 def _stats(acc_full, core_dim, c, n, d=4):

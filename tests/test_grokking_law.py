@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mechjax.analysis import grokking_law as gl
+from mechjax.studies import grokking_law as gl
 
 
 def _curve(n: int, rise_at: int, low: float = 0.0, high: float = 1.0) -> np.ndarray:

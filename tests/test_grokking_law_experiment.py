@@ -15,8 +15,8 @@ import pytest
 from conftest import assert_refused_before_writing, run_and_read, run_watched
 from experiments.grokking_law import run
 from experiments.grokking_law.configs import tiny
-from mechjax import runs
-from mechjax.workdir import enable_compilation_cache
+from mechjax.sweeps import runs
+from mechjax.sweeps.workdir import enable_compilation_cache
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +155,7 @@ def test_accuracy_is_evaluated_every_step_on_the_full_split(tiny_run):
     np.testing.assert_array_equal(np.asarray(metrics["step"][0]), np.arange(1, steps + 1))
     assert opened.steps_saved[-1] == steps
     trainer = run.make_trainer(7, None, steps, config)
-    from mechjax.model import forward
+    from mechjax.models.transformer import forward
     batch = trainer.task.eval_pools["train"](None, {"train_fraction": jnp.float32(0.5)})
     mask = np.asarray(batch["weights"]) > 0
     assert mask.sum() == round(0.5 * 49)

@@ -3,10 +3,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax.config import ModelConfig
-from mechjax.hooks import (hook_names, patch, project_onto, run_with_cache, run_with_hooks,
+from mechjax.models.config import ModelConfig
+from mechjax.models.hooks import (hook_names, patch, project_onto, run_with_cache, run_with_hooks,
                            zero_ablate)
-from mechjax.model import apply, init_params
+from mechjax.models.transformer import apply, init_params
 
 CFG = ModelConfig(n_layers=2, d_model=16, n_heads=2, d_mlp=32, d_vocab=10, n_ctx=6,
                   normalization="pre", use_bias=True)

@@ -3,7 +3,7 @@ import pytest
 
 from experiments.icl_minimal import run
 from experiments.icl_minimal.configs import tiny
-from mechjax.config import ConfigError
+from mechjax.models.config import ConfigError
 
 
 def test_tiny_config_burstiness_effect_in_every_seed(tmp_path):

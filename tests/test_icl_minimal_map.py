@@ -1,7 +1,7 @@
 """The knob map: planted Zipf tails and the directions Reddy reports (ICL up with K, B, eps)."""
 import numpy as np
 
-from mechjax.analysis import icl_minimal_map as mp
+from mechjax.studies import icl_minimal_map as mp
 
 
 def test_rare_fraction_planted():

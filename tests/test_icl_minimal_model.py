@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax import icl_minimal_model as m
+from mechjax.models import icl_minimal as m
 
 CFG = m.IclModelConfig(d=8, n_pos=9, n_labels=6, mlp_width=16)
 

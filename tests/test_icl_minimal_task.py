@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax.config import ConfigError
+from mechjax.models.config import ConfigError
 from mechjax.tasks import icl_minimal as icl
 
 SPEC = icl.IclSpec(d=16, n_ctx=8, n_labels=8, k_max=64, k=16, burstiness=2, noise=0.1)

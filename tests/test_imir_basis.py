@@ -11,8 +11,8 @@ import pytest
 from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.manifold import project as proj
 from mechjax.analysis.imir.forward.loss import readout_accuracy
-from mechjax.hooks import run_with_cache
-from mechjax.model import param_shapes
+from mechjax.models.hooks import run_with_cache
+from mechjax.models.transformer import param_shapes
 from mechjax.tasks import blocklist as bl
 
 SPEC = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from mechjax.analysis.imir.phase import clockfree as cf
-from mechjax.config import ConfigError
+from mechjax.models.config import ConfigError
 
 T = np.linspace(0.0, 100.0, 201)  # step 0.5
 

@@ -15,8 +15,8 @@ from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.detection import detector as dt
 from mechjax.analysis.imir.manifold import project as proj
 from mechjax.analysis.seeds import STAT_KEYS
-from mechjax.config import ConfigError
-from mechjax.weights import save_npz
+from mechjax.models.config import ConfigError
+from mechjax.interop.weights import save_npz
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +140,7 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path, change, match):
 
 
 def test_detects_one_seed_of_a_workdir_as_its_own_run_did(tiny_run, tmp_path):
-    """--from_workdir --seed reads the model back through mechjax.runs, in the task the run was
+    """--from_workdir --seed reads the model back through mechjax.sweeps.runs, in the task the run was
     trained on, and finds what the training run found for that seed (same data, same model)."""
     wd, trained = tiny_run
     c = tiny.get_config()
@@ -200,7 +200,7 @@ def test_cli_short_flags_and_one_line_error(tmp_path):
     in one line before anything is written. In process: ``run_cli`` prints a ConfigError as
     ``error: <message>`` and exits (tests/test_config_schema.py runs that in a subprocess)."""
     from experiments.imir_detect.schema import ALIASES
-    from mechjax.experiment import expand_aliases
+    from mechjax.cli.experiment import expand_aliases
     missing = str(tmp_path / "missing.npz")
     argv = expand_aliases(["prog", f"--workdir={tmp_path / 'run'}", f"--weights={missing}"],
                           ALIASES)

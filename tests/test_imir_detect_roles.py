@@ -164,7 +164,7 @@ def _run_dir(tmp_path, kept, legacy=False):
 
 def test_reclassify_names_a_saved_run_without_recomputing(tmp_path):
     from experiments.imir_detect import reclassify as rc
-    from mechjax.config import ConfigError
+    from mechjax.models.config import ConfigError
     kept = ["L0H0 I|M|I", "L1H0 I|I_rare|O1", "L1H0 I|I_common|O1", "U O2|I_rare"]
     (r,) = rc.reclassify(_run_dir(tmp_path, kept))["recall_icl"].values()
     assert r["units"] == {"L0H0 I|M|I": "shift", "L1H0 I|I_t|O1": "match", "U O2|I_t": "copy"}

@@ -7,7 +7,7 @@ import pytest
 
 from experiments.imir_init import run as ri
 from experiments.imir_init.configs import tiny
-from mechjax.config import ConfigError
+from mechjax.models.config import ConfigError
 
 
 def test_tiny_config_end_to_end(tmp_path):

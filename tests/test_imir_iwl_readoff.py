@@ -12,7 +12,7 @@ from mechjax.analysis.imir.cells import standard
 from mechjax.analysis.imir.cells.theory import eval_pool, iwl_pool
 from mechjax.analysis.imir.dynamics import model as exact
 from mechjax.analysis.imir.manifold import project as proj
-from mechjax.model import forward
+from mechjax.models.transformer import forward
 from mechjax.tasks import blocklist as bl
 
 SPEC = bl.BlockListSpec(n_common=6, n_rare=6, n_blocks=4, burstiness=2)

@@ -11,7 +11,7 @@ import numpy as np
 from mechjax.analysis.imir.dynamics import model as exact
 from mechjax.analysis.imir.dynamics import reference as ode
 from mechjax.analysis.imir.manifold import project as proj
-from mechjax.model import forward
+from mechjax.models.transformer import forward
 from mechjax.tasks import blocklist as bl
 from mechjax.tasks.blocklist import population as pop
 

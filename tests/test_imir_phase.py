@@ -17,7 +17,7 @@ from conftest import STALL_SECONDS, assert_refused_before_writing, run_watched
 from experiments.imir_phase import run
 from experiments.imir_phase.configs import tiny
 from experiments.imir_phase.schema import SCHEMA
-from mechjax import watchdog
+from mechjax.sweeps import watchdog
 from mechjax.analysis.imir.manifold import submanifold as subm
 from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.dynamics import reference as ode

@@ -15,9 +15,9 @@ from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.manifold import project as proj
 from mechjax.analysis.imir.forward import truncated as tr
 from mechjax.analysis.imir.forward.loss import readout_accuracy, readout_loss
-from mechjax.model import forward
+from mechjax.models.transformer import forward
 from mechjax.tasks import blocklist as bl
-from mechjax.train import TrainConfig, make_train
+from mechjax.training.train import TrainConfig, make_train
 
 # 2 layers, 2 heads: several populated widths and a head concatenation per layer
 SPEC = bl.BlockListSpec(kind="khop", hops=2, n_common=6, n_rare=3, n_blocks=3)

@@ -6,7 +6,7 @@ import pytest
 import jax.numpy as jnp
 
 from mechjax.analysis import ace
-from mechjax.analysis import markov_cores as mc
+from mechjax.studies import markov_cores as mc
 from mechjax.tasks import markov
 
 

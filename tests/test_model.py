@@ -3,8 +3,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax.config import ModelConfig
-from mechjax.model import apply, count_params, init_params, param_shapes
+from mechjax.models.config import ModelConfig
+from mechjax.models.transformer import apply, count_params, init_params, param_shapes
 
 
 def numpy_reference(params, tokens, cfg):

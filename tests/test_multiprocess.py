@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from cli_fixtures import run_module_here
 from conftest import PYTHON, REPO, fast_compile_env
-from mechjax.distributed import HEARTBEAT_ENV_VAR
+from mechjax.sweeps.distributed import HEARTBEAT_ENV_VAR
 
 TINY = os.path.join(REPO, "experiments", "quickstart", "configs", "tiny.py")
 # 8 chunks of 5 steps, a checkpoint after each: room to kill a process mid-run.

@@ -8,8 +8,8 @@ import pytest
 
 from cli_fixtures import run_module_here
 from conftest import REPO, run_watched
-from mechjax import runs
-from mechjax.workdir import WorkdirError
+from mechjax.sweeps import runs
+from mechjax.sweeps.workdir import WorkdirError
 
 # The config that groks in seconds (every seed memorizes, then generalizes); tiny.py does not.
 TINY_GROK = os.path.join(REPO, "experiments", "quickstart", "configs", "tiny_grok.py")
@@ -78,7 +78,7 @@ def test_bad_values_fail_before_anything_is_written(tmp_path):
     unknown key), so no JAX process is started per case here."""
     from experiments.quickstart import run
     from experiments.quickstart.configs import tiny
-    from mechjax.config import ConfigError
+    from mechjax.models.config import ConfigError
     for key, value, message in [("n_seeds", 0, "n_seeds=0"),
                                 ("no_such_key", 1, "config: unknown keys ['no_such_key']"),
                                 ("model.d_model", -4, "model.d_model=-4"),

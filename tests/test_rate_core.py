@@ -4,10 +4,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax import attention_rate
-from mechjax.analysis import ace, grokking_core, rate_core
-from mechjax.config import ModelConfig
-from mechjax.model import init_params
+from mechjax.models import attention_rate
+from mechjax.analysis import ace
+from mechjax.studies import grokking_core
+from mechjax.studies import rate_core
+from mechjax.models.config import ModelConfig
+from mechjax.models.transformer import init_params
 from mechjax.tasks import modular
 
 CFG = ModelConfig(n_layers=1, d_model=16, n_heads=4, d_head=4, d_mlp=32, d_vocab=11,

@@ -1,4 +1,4 @@
-"""``mechjax.runs``: a sweep's workdir read back, during the run and after it."""
+"""``mechjax.sweeps.runs``: a sweep's workdir read back, during the run and after it."""
 import json
 import os
 
@@ -6,12 +6,12 @@ import jax
 import numpy as np
 import pytest
 
-from mechjax import runs
-from mechjax.config import ModelConfig
-from mechjax.snapshots import SnapshotPolicy
-from mechjax.sweep import run_sweep
+from mechjax.sweeps import runs
+from mechjax.models.config import ModelConfig
+from mechjax.sweeps.snapshots import SnapshotPolicy
+from mechjax.sweeps.sweep import run_sweep
 from mechjax.tasks import modular
-from mechjax.train import TrainConfig, make_train
+from mechjax.training.train import TrainConfig, make_train
 
 SEEDS = [0, 1, 2]
 GRID = {"lr": [3e-3, 1e-2]}

@@ -1,17 +1,17 @@
 """``seed_atlas.measure_table`` and ``weight_similarity`` on a small saved run, read back through
-``mechjax.runs``; ``trajectory_similarity`` on hand-made trajectories."""
+``mechjax.sweeps.runs``; ``trajectory_similarity`` on hand-made trajectories."""
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax import runs
+from mechjax.sweeps import runs
 from mechjax.analysis import ace
 from mechjax.analysis import seed_atlas as sa
-from mechjax.config import ModelConfig
-from mechjax.snapshots import SnapshotPolicy
-from mechjax.sweep import run_sweep
+from mechjax.models.config import ModelConfig
+from mechjax.sweeps.snapshots import SnapshotPolicy
+from mechjax.sweeps.sweep import run_sweep
 from mechjax.tasks import modular
-from mechjax.train import TrainConfig, make_train
+from mechjax.training.train import TrainConfig, make_train
 
 
 @pytest.fixture(scope="module")

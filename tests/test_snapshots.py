@@ -1,8 +1,8 @@
 """Which steps a sweep's snapshot policy keeps, and its refusal of steps off the chunk grid."""
 import pytest
 
-from mechjax.snapshots import SnapshotPolicy
-from mechjax.train import TrainConfig
+from mechjax.sweeps.snapshots import SnapshotPolicy
+from mechjax.training.train import TrainConfig
 
 
 def test_snapshot_policy_steps():

@@ -9,12 +9,12 @@ import orbax.checkpoint as ocp
 import pytest
 
 from conftest import PYTHON, fast_compile_env
-from mechjax.snapshots import start_from
-from mechjax.sweep import grid_product, run_sweep
+from mechjax.sweeps.snapshots import start_from
+from mechjax.sweeps.sweep import grid_product, run_sweep
 from mechjax.tasks import modular
-from mechjax.config import ModelConfig
-from mechjax.train import TrainConfig, make_train
-from mechjax.workdir import SaveError
+from mechjax.models.config import ModelConfig
+from mechjax.training.train import TrainConfig, make_train
+from mechjax.sweeps.workdir import SaveError
 
 
 
@@ -31,7 +31,7 @@ SCRIPT = textwrap.dedent("""
     import os, signal, sys
     import jax
     import numpy as np
-    from mechjax.sweep import run_sweep
+    from mechjax.sweeps.sweep import run_sweep
     from test_sweep import build_sweep
 
     # workdir/out pairs; the last run is killed after chunk kill_after (-1: never). Several runs

@@ -5,7 +5,7 @@ import jax
 import numpy as np
 import jax.numpy as jnp
 
-from mechjax.timing import batched_over_seeds, grid_vs_sequential, loop_over_seeds, over_seeds
+from mechjax.sweeps.timing import batched_over_seeds, grid_vs_sequential, loop_over_seeds, over_seeds
 
 
 def test_batched_and_loop_give_each_seeds_result():
@@ -36,9 +36,9 @@ def test_over_seeds_stacks_the_loop_like_the_vmap():
 def test_grid_vs_sequential_times_every_run_of_the_grid():
     # the smallest trainer (no LayerNorm, no dropout, default init): the bookkeeping is what is
     # checked here, and each of its three programs compiles in a fraction of a bigger model's time
-    from mechjax.config import ModelConfig
+    from mechjax.models.config import ModelConfig
     from mechjax.tasks import modular
-    from mechjax.train import TrainConfig, make_train
+    from mechjax.training.train import TrainConfig, make_train
     task = modular.make_task(p=5, batch_size=8, train_fraction=0.6)
     cfg = ModelConfig(n_layers=1, d_model=8, n_heads=1, d_mlp=16, d_vocab=5, d_vocab_out=5,
                       n_ctx=2, causal=False)

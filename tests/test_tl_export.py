@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 from conftest import require_reference
-from mechjax import hooks, runs, tl_export
-from mechjax.config import ModelConfig
-from mechjax.model import apply, init_params
+from mechjax.models import hooks
+from mechjax.sweeps import runs
+from mechjax.interop import tl_export
+from mechjax.models.config import ModelConfig
+from mechjax.models.transformer import apply, init_params
 from mechjax.tasks import assign_add as aa
 
 try:
@@ -65,7 +67,7 @@ def test_trained_quickstart_seed_matches_transformer_lens(quickstart_run, tmp_pa
 @needs_tl
 def test_assign_add_reference_weights_match_transformer_lens(tmp_path):
     path = os.path.join(require_reference(), "final.npz")
-    from mechjax.weights import load_npz
+    from mechjax.interop.weights import load_npz
     cfg = aa.model_config()  # 2 layers, no layer-0 MLP, no biases: exported as exact zeros
     params = load_npz(path, cfg)
     folder = tl_export.write(params, cfg, str(tmp_path / "tl"))

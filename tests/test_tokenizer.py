@@ -6,9 +6,9 @@ import os
 import numpy as np
 import pytest
 
-from mechjax.loaders import (TokenizerError, build_word_level, gpt2_model_config, load_tokenizer,
+from mechjax.interop import (TokenizerError, build_word_level, gpt2_model_config, load_tokenizer,
                              save_gpt2, single_token_id, train_byte_level_bpe)
-from mechjax.model import param_shapes
+from mechjax.models.transformer import param_shapes
 from mechjax.tasks import agreement
 
 

@@ -3,10 +3,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mechjax.config import ConfigError, ModelConfig
+from mechjax.models.config import ConfigError, ModelConfig
 from mechjax.tasks import modular
 from mechjax.tasks.base import Task, fixed_dataset_sampler
-from mechjax.train import TrainConfig, make_train, split_hparams
+from mechjax.training.train import TrainConfig, make_train, split_hparams
 
 TASK = modular.make_task(p=7, batch_size=16, train_fraction=0.6)
 CFG = ModelConfig(n_layers=1, d_model=16, n_heads=2, d_mlp=32, d_vocab=7, d_vocab_out=7,

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from conftest import PYTHON, REPO, fast_compile_env
-from mechjax.loaders import save_gpt2
-from mechjax.loaders.gpt2 import gpt2_model_config
-from mechjax.model import param_shapes
+from mechjax.interop import save_gpt2
+from mechjax.interop.gpt2 import gpt2_model_config
+from mechjax.models.transformer import param_shapes
 from mechjax.tasks import assign_add as aa
-from mechjax.weights import save_npz
+from mechjax.interop.weights import save_npz
 
 
 def random_params(cfg, nan_in=None):

@@ -4,7 +4,7 @@ import re
 import jax
 import pytest
 
-from mechjax.vectorize import resolve_analysis_vectorize, resolve_vectorize
+from mechjax.sweeps.vectorize import resolve_analysis_vectorize, resolve_vectorize
 
 
 def test_cpu_training_loops_analyses_vmap_and_explicit_choices_are_kept():

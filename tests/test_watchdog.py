@@ -5,7 +5,7 @@ import time
 import pytest
 
 from conftest import PYTHON, run_module_env
-from mechjax import watchdog
+from mechjax.sweeps import watchdog
 
 STALL = """
 import time

@@ -4,9 +4,9 @@ import jax
 import numpy as np
 import pytest
 
-from mechjax.config import ModelConfig
-from mechjax.model import init_params
-from mechjax.weights import WeightsError, load_npz, read_npz, save_npz
+from mechjax.models.config import ModelConfig
+from mechjax.models.transformer import init_params
+from mechjax.interop.weights import WeightsError, load_npz, read_npz, save_npz
 
 ASSIGN_ADD = ModelConfig(n_layers=2, d_model=128, n_heads=1, d_mlp=512, d_vocab=74,
                          d_vocab_out=59, n_ctx=16, mlp_layers=(False, True))

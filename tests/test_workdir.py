@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from mechjax.workdir import WorkdirError, prepare
+from mechjax.sweeps.workdir import WorkdirError, prepare
 
 
 def test_same_config_resumes_and_different_config_is_refused(tmp_path):

@@ -18,21 +18,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax import experiment
-from mechjax.analysis import agreement_cores as ac
+from mechjax.cli import experiment
+from mechjax.studies import agreement_cores as ac
 from mechjax.analysis.ace.compare import offdiag_mean
 from mechjax.analysis.seeds import seed_stats
-from mechjax.config import ConfigError
+from mechjax.models.config import ConfigError
 from mechjax.io import write_json
-from mechjax.loaders import CheckpointError, gpt2_model_config, load_gpt2, load_tokenizer, save_gpt2
+from mechjax.interop import CheckpointError, gpt2_model_config, load_gpt2, load_tokenizer, save_gpt2
 from mechjax.plots import ace as ace_plots
 from mechjax.plots import agreement as plots
 from mechjax.plots.save import save_figure
-from mechjax.sweep import log, run_sweep
+from mechjax.sweeps.sweep import log, run_sweep
 from mechjax.tasks import agreement as ag
 from mechjax.tasks import agreement_corpus as corpus
-from mechjax.train import make_train
-from mechjax.vectorize import resolve_analysis_vectorize
+from mechjax.training.train import make_train
+from mechjax.sweeps.vectorize import resolve_analysis_vectorize
 
 from experiments.ace_agreement import stages
 from experiments.ace_agreement.schema import SCHEMA

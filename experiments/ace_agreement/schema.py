@@ -1,9 +1,9 @@
 """The ace_agreement config: every key, what it means and what it allows (``configs/*.py`` give
-values; see ``mechjax.config_schema``)."""
-from mechjax.config_schema import (DataclassSection, Schema, Section, boolean, choice, fraction,
+values; see ``mechjax.cli.schema``)."""
+from mechjax.cli.schema import (DataclassSection, Schema, Section, boolean, choice, fraction,
                                    hparams, integer, number, text)
-from mechjax.train import TrainConfig
-from mechjax.vectorize import ANALYSIS_VECTORIZE
+from mechjax.training.train import TrainConfig
+from mechjax.sweeps.vectorize import ANALYSIS_VECTORIZE
 
 SCHEMA = Schema(
     "ace_agreement",
@@ -50,7 +50,7 @@ SCHEMA = Schema(
         "rank-1 ACE at every layer's residual output, last prompt position",
         vectorize=choice(ANALYSIS_VECTORIZE, "seeds as one vmapped program or a loop of one "
                          "compiled single-seed program ('auto': the vmapped program, "
-                         "mechjax.vectorize)"),
+                         "mechjax.sweeps.vectorize)"),
         time_both=boolean("time the vmapped program and the per-seed loop (both run)"),
     ),
     generation=Section(

@@ -10,14 +10,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax import generate as gen
-from mechjax.analysis import agreement_cores as ac
-from mechjax.analysis import agreement_generation as ag_gen
-from mechjax.config import ModelConfig
-from mechjax.loaders.tokenizer import END_OF_TEXT, Tokenizer
-from mechjax.sweep import log
+from mechjax.models import generate as gen
+from mechjax.studies import agreement_cores as ac
+from mechjax.studies import agreement_generation as ag_gen
+from mechjax.models.config import ModelConfig
+from mechjax.interop.tokenizer import END_OF_TEXT, Tokenizer
+from mechjax.sweeps.sweep import log
 from mechjax.tasks import agreement as ag
-from mechjax.timing import over_seeds
+from mechjax.sweeps.timing import over_seeds
 
 
 @dataclasses.dataclass

@@ -22,17 +22,18 @@ from typing import Any
 
 import numpy as np
 
-from mechjax import experiment, runs
-from mechjax.analysis import grokking_core as gc
-from mechjax.analysis import grokking_dynamics as gd
+from mechjax.cli import experiment
+from mechjax.sweeps import runs
+from mechjax.studies import grokking_core as gc
+from mechjax.studies import grokking_dynamics as gd
 from mechjax.analysis.seeds import format_stats
-from mechjax.config import ConfigError
+from mechjax.models.config import ConfigError
 from mechjax.plots import grokking as plots
 from mechjax.plots.save import save_figure
-from mechjax.snapshots import SnapshotPolicy, start_from
-from mechjax.sweep import log, run_sweep
+from mechjax.sweeps.snapshots import SnapshotPolicy, start_from
+from mechjax.sweeps.sweep import log, run_sweep
 from mechjax.tasks import modular
-from mechjax.train import make_train
+from mechjax.training.train import make_train
 from mechjax.io import write_json, write_npz
 
 from experiments.ace_grokking.schema import SCHEMA

@@ -1,6 +1,6 @@
 """The ace_grokking config: every key, what it means and what it allows (``configs/*.py`` give
-values; see ``mechjax.config_schema``)."""
-from mechjax.config_schema import (SEEDS, Schema, Section, boolean, fraction, hparams, integer,
+values; see ``mechjax.cli.schema``)."""
+from mechjax.cli.schema import (SEEDS, Schema, Section, boolean, fraction, hparams, integer,
                                    number, optional, sequence)
 
 SCHEMA = Schema(

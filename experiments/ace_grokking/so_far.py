@@ -17,10 +17,11 @@ import numpy as np
 
 from experiments.ace_grokking import run as grok
 from experiments.ace_grokking.schema import SCHEMA
-from mechjax import runs, validate
-from mechjax.config import ConfigError
+from mechjax.sweeps import runs
+from mechjax import filecheck
+from mechjax.models.config import ConfigError
 from mechjax.io import write_json
-from mechjax.workdir import CONFIG_FILE
+from mechjax.sweeps.workdir import CONFIG_FILE
 
 COLUMNS = ("acc_full", "r_energy", "core_dim", "n_rotational", "heldout_r2")
 
@@ -46,7 +47,7 @@ def analyse_so_far(workdir: str) -> dict[str, Any]:
     if not os.path.exists(path):
         raise ConfigError(f"--workdir={workdir!r}: no {CONFIG_FILE}; not an ace_grokking run")
     b = grok.build(SCHEMA.validate(ml_collections.ConfigDict(
-        validate.read_json(path, "run config"))))
+        filecheck.read_json(path, "run config"))))
     epochs = reached_epochs(b, workdir)
     if not epochs["wd1"]:
         raise ConfigError(f"--workdir={workdir!r}: no checkpoint saved yet")
@@ -84,7 +85,7 @@ if __name__ == "__main__":
         del argv
         try:
             result = analyse_so_far(_WORKDIR.value)
-        except (ConfigError, validate.FileError) as err:  # a bad config or a broken file
+        except (ConfigError, filecheck.FileError) as err:  # a bad config or a broken file
             raise SystemExit(f"error: {err}") from None
         print(format_table(result))
         if _OUT.value:

@@ -16,16 +16,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax import experiment
+from mechjax.cli import experiment
 from mechjax.analysis import ace
-from mechjax.analysis import markov_cores
+from mechjax.studies import markov_cores
 from mechjax.analysis.seeds import seed_stats
-from mechjax.config import ConfigError
+from mechjax.models.config import ConfigError
 from mechjax.plots import markov_cores as markov_figures
 from mechjax.plots.save import save_figure
-from mechjax.sweep import log, run_sweep
+from mechjax.sweeps.sweep import log, run_sweep
 from mechjax.tasks import markov
-from mechjax.train import make_train
+from mechjax.training.train import make_train
 from mechjax.io import write_json
 
 from experiments.ace_markov.schema import SCHEMA, TAIL_NAMES

@@ -1,10 +1,10 @@
 """The ace_markov config: every key, what it means and what it allows (``configs/*.py`` give
-values; see ``mechjax.config_schema``)."""
-from mechjax.config import ModelConfig
-from mechjax.config_schema import (SEEDS, DataclassSection, Schema, Section, boolean, choice,
+values; see ``mechjax.cli.schema``)."""
+from mechjax.models.config import ModelConfig
+from mechjax.cli.schema import (SEEDS, DataclassSection, Schema, Section, boolean, choice,
                                    fraction, hparams, integer, sequence)
-from mechjax.train import TrainConfig
-from mechjax.vectorize import ANALYSIS_VECTORIZE
+from mechjax.training.train import TrainConfig
+from mechjax.sweeps.vectorize import ANALYSIS_VECTORIZE
 
 # The tails from the block output to what the Jacobians differentiate (``run.TAILS``).
 TAIL_NAMES = ("log_probs", "logits")

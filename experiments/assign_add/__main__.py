@@ -5,7 +5,7 @@ paper.py`` is SPEC 1.3 exactly.
 """
 from experiments.assign_add import run
 from experiments.assign_add.schema import SCHEMA
-from mechjax.experiment import run_cli
+from mechjax.cli.experiment import run_cli
 
 if __name__ == "__main__":
     run_cli(run.run, run.format_summary, __file__, SCHEMA)

@@ -31,11 +31,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechjax import linalg
-from mechjax.analysis import assign_add_mech as mech
+from mechjax.studies import assign_add_mech as mech
 from mechjax.analysis.curves import first_crossing
-from mechjax.config import ModelConfig
-from mechjax.hooks import run_with_hooks
-from mechjax.model import Params, _identity_hook, mlp, unembed
+from mechjax.models.config import ModelConfig
+from mechjax.models.hooks import run_with_hooks
+from mechjax.models.transformer import Params, identity_hook, mlp, unembed
 from mechjax.tasks import assign_add as aa
 from mechjax.metrics import accuracy, cross_entropy
 
@@ -62,7 +62,7 @@ def ov_mlp_accuracy(params: Params, cfg: ModelConfig) -> jax.Array:
     n, m = n.reshape(-1), m.reshape(-1)
     w_e = params["embed.W_E"]
     x = (w_e[n] + w_e[m]) @ ov_matrix(params, 1)  # [3481, d]
-    logits = unembed(params, x + mlp(params, 1, x, cfg, _identity_hook), cfg, _identity_hook)
+    logits = unembed(params, x + mlp(params, 1, x, cfg, identity_hook), cfg, identity_hook)
     return accuracy(logits, (n + m) % aa.P)
 
 

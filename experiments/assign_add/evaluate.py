@@ -8,7 +8,7 @@ writes ``DIR/summary.json`` with ``acc/<pool>`` for the nine 2000-sequence pools
 (the 193,580-sequence union; its two parts as ``acc/exact_2var_union_heldout_pairs`` and
 ``acc/exact_2var_union_misplaced``), ``acc/exact_2var_doubly_novel`` (held-out pair *and*
 misplaced variables, not part of the union), and ``n/<set>`` sizes; with ``--mechanism`` also
-``mech/<name>`` from ``mechjax.analysis.assign_add_mech.mechanism_summary``. Without
+``mech/<name>`` from ``mechjax.studies.assign_add_mech.mechanism_summary``. Without
 ``--heldout`` the authors' split (``random.Random(42)``, f = 0.7) is used. Inputs are checked
 before anything is written.
 """
@@ -24,16 +24,16 @@ import jax.numpy as jnp
 import numpy as np
 from absl import app, flags
 
-from mechjax.config import ModelConfig
-from mechjax.experiment import quiet_library_logs
+from mechjax.models.config import ModelConfig
+from mechjax.cli.experiment import quiet_library_logs
 from mechjax.io import write_json
-from mechjax.model import Params, apply
+from mechjax.models.transformer import Params, apply
 from mechjax.tasks import assign_add as aa
-from mechjax.validate import FileError
-from mechjax.weights import load_npz
+from mechjax.filecheck import FileError
+from mechjax.interop.weights import load_npz
 
 try:  # exact one-position logits (tested against the full forward pass); optional
-    from mechjax import fastpath as _fastpath
+    from mechjax.models import fastpath as _fastpath
 except ImportError:  # pragma: no cover
     _fastpath = None
 
@@ -110,7 +110,7 @@ def evaluate(params: Params, heldout_pairs=None, *, seed: int = 0, pool_size: in
 
 def mechanism(params: Params, seed: int = 0, n: int = 1024) -> dict[str, float]:
     """``mech/<name>``: progress measures and mechanism numbers of ``assign_add_mech``."""
-    from mechjax.analysis import assign_add_mech as mech
+    from mechjax.studies import assign_add_mech as mech
     k_probe, k_paired = jax.random.split(jax.random.PRNGKey(seed))
     data, paired = mech.probe_data(k_probe, n), mech.paired_data(k_paired, n)
     out = jax.jit(lambda p: mech.mechanism_summary(p, data, paired))(params)

@@ -3,7 +3,7 @@
     python -m experiments.assign_add.progress --workdir=DIR
 
 Reads ``DIR/config.json`` (the phase definitions) and the metrics so far through
-``mechjax.runs.open`` (the sweep runner rewrites them after every chunk), and prints, per seed,
+``mechjax.sweeps.runs.open`` (the sweep runner rewrites them after every chunk), and prints, per seed,
 the step at which each phase's measure first crossed its threshold, the fraction of seeds in
 each phase, and the latest accuracies. Read-only: safe to call while the run is writing (the metrics file is replaced atomically).
 A paper-scale run takes hours on CPU; this is how to follow it without waiting for summary.json.
@@ -18,7 +18,8 @@ import numpy as np
 from absl import app, flags
 
 from experiments.assign_add import analysis as an
-from mechjax import runs, validate
+from mechjax.sweeps import runs
+from mechjax import filecheck
 
 LATEST = ("acc/0var_heldout", "acc/1var_train", "acc/2var_two_misplaced", "acc/2var_heldout")
 
@@ -37,7 +38,7 @@ def read(workdir: str) -> dict[str, Any]:
             raise ProgressError(f"{path} does not exist: --workdir must be the folder of a "
                                 "started `python -m experiments.assign_add` run (metrics.npz "
                                 "appears after its first chunk)")
-    config = validate.read_json(config_path, "run config")
+    config = filecheck.read_json(config_path, "run config")
     phase_cfg = config.get("phases")
     if not isinstance(phase_cfg, dict) or "threshold" not in phase_cfg:
         raise ProgressError(f"{config_path} has no 'phases' block: not an Assign-and-Add "
@@ -78,7 +79,7 @@ def main(argv):
         sys.exit("--workdir is required: the folder of an Assign-and-Add training run")
     try:
         print(format_progress(read(workdir)))
-    except (ProgressError, validate.FileError) as e:  # FileError: a broken file
+    except (ProgressError, filecheck.FileError) as e:  # FileError: a broken file
         sys.exit(f"error: {e}")
 
 

@@ -19,17 +19,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments.assign_add import analysis as an
-from mechjax import experiment
-from mechjax.analysis import assign_add_final as final_mod
-from mechjax.analysis import assign_add_mech as mech
+from mechjax.cli import experiment
+from mechjax.studies import assign_add_final as final_mod
+from mechjax.studies import assign_add_mech as mech
 from mechjax.analysis.seeds import seed_stats
-from mechjax.config import ConfigError, ModelConfig
+from mechjax.models.config import ConfigError, ModelConfig
 from mechjax.plots import assign_add as plots
 from mechjax.plots.save import save_figure
-from mechjax.snapshots import SnapshotPolicy
-from mechjax.sweep import SweepResult, log, run_sweep
+from mechjax.sweeps.snapshots import SnapshotPolicy
+from mechjax.sweeps.sweep import SweepResult, log, run_sweep
 from mechjax.tasks import assign_add as aa
-from mechjax.train import Trainer, make_train
+from mechjax.training.train import Trainer, make_train
 from mechjax.io import write_json
 
 from experiments.assign_add.schema import SCHEMA

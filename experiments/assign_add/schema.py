@@ -1,9 +1,9 @@
 """The Assign-and-Add configs (``run.py`` and ``sweep_data.py``): every key, what it means and
-what it allows (``configs/*.py`` give values; see ``mechjax.config_schema``)."""
-from mechjax.config import ModelConfig
-from mechjax.config_schema import (SEEDS, DataclassSection, Schema, Section, choice, fraction,
+what it allows (``configs/*.py`` give values; see ``mechjax.cli.schema``)."""
+from mechjax.models.config import ModelConfig
+from mechjax.cli.schema import (SEEDS, DataclassSection, Schema, Section, choice, fraction,
                                    hparams, integer, sequence, text)
-from mechjax.train import TrainConfig
+from mechjax.training.train import TrainConfig
 
 SPLITS = ("authors", "seeded")
 
@@ -24,7 +24,7 @@ SCHEMA = Schema(
     "assign_add",
     **SEEDS,
     chunk_evals=integer("evaluations per compiled call (and per checkpoint)"),
-    snapshot_every_chunks=integer("parameter snapshots (what mechjax.runs and the seed atlas "
+    snapshot_every_chunks=integer("parameter snapshots (what mechjax.sweeps.runs and the seed atlas "
                                   "read) at step 0 and every k-th chunk; 0: the final step only",
                                   min=0, default=0),
     task=TASK,

@@ -21,16 +21,16 @@ import jax
 import numpy as np
 
 from experiments.assign_add import run as main_run
-from mechjax import experiment
+from mechjax.cli import experiment
 from mechjax.analysis import exhaustive
 from mechjax.analysis.curves import first_crossing, late_change
 from mechjax.analysis.seeds import seed_stats
-from mechjax.config import ConfigError, ModelConfig
+from mechjax.models.config import ConfigError, ModelConfig
 from mechjax.plots import assign_add as plots
 from mechjax.plots.save import save_figure
-from mechjax.sweep import log
+from mechjax.sweeps.sweep import log
 from mechjax.tasks import assign_add as aa
-from mechjax.train import Trainer, make_train
+from mechjax.training.train import Trainer, make_train
 from mechjax.io import write_json
 
 from experiments.assign_add.schema import SWEEP_SCHEMA

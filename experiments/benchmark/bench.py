@@ -34,7 +34,7 @@ def _task(batch: int):
 
 
 def _model_cfg(tiny: bool = False):
-    from mechjax.config import ModelConfig
+    from mechjax.models.config import ModelConfig
     widths = TINY_MODEL if tiny else {"d_model": 128, "d_mlp": 512}
     return ModelConfig(n_layers=2, n_heads=1, d_vocab=74, d_vocab_out=59, n_ctx=16,
                        mlp_layers=(False, True), **widths)
@@ -57,9 +57,9 @@ def _runner(mode: str, steps: int, seeds: int, batch: int, repeats: int,
     import jax
     import numpy as np
     from jax.sharding import NamedSharding, PartitionSpec
-    from mechjax.compile_options import jit_train
-    from mechjax.sweep import SEED_AXIS, seed_mesh, sweep_program
-    from mechjax.train import TrainConfig, make_train
+    from mechjax.training.compile_options import jit_train
+    from mechjax.sweeps.sweep import SEED_AXIS, seed_mesh, sweep_program
+    from mechjax.training.train import TrainConfig, make_train
 
     fast = mode != "single_full"
     # enough steps that every timed call trains (steps past train_cfg.steps would be masked)

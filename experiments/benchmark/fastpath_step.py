@@ -1,4 +1,4 @@
-"""The one-position fast path (``mechjax.fastpath``) against the full forward, on SPEC 2.6's
+"""The one-position fast path (``mechjax.models.fastpath``) against the full forward, on SPEC 2.6's
 grokking encoder (post-LN, dropout 0.1, biases, 2 positions, read at the last): the training step
 of one model, both forms compiled from the same trainer config, timed alternately (best of
 ``--repeats``), and the parameters after the same steps from the same state compared.
@@ -14,9 +14,9 @@ import time
 import jax
 import numpy as np
 
-from mechjax.analysis import grokking_core as gc
+from mechjax.studies import grokking_core as gc
 from mechjax.tasks import modular
-from mechjax.train import TrainConfig, make_train
+from mechjax.training.train import TrainConfig, make_train
 
 
 def measure(p: int = 53, steps: int = 30, repeats: int = 5, batch: int = 512,

@@ -88,7 +88,7 @@ def child_sweep(seeds: int, vectorize: str, steps: int) -> None:
     measures) at ``seeds`` seeds for ``steps`` steps (one evaluation), no workdir."""
     from experiments.assign_add import run as aa_run
     from experiments.assign_add.configs import cpu
-    from mechjax.sweep import run_sweep
+    from mechjax.sweeps.sweep import run_sweep
 
     config = cpu.get_config()
     config.n_seeds, config.train.steps, config.train.eval_every = seeds, steps, steps
@@ -114,7 +114,7 @@ def largest_fitting(intercept: float, slope: float, budget_bytes: float) -> int 
 def main(out: str, names: Sequence[str], seed_counts: Sequence[int], vectorizes: Sequence[str],
          steps: int, root: str, timeout_s: float) -> dict[str, Any]:
     from mechjax.io import write_json
-    from mechjax.timing import load_average
+    from mechjax.sweeps.timing import load_average
 
     os.makedirs(out, exist_ok=True)
     result: dict[str, Any] = {"root": root, "experiments": {}, "sweep": {},

@@ -25,7 +25,7 @@ from typing import Any, Callable
 import jax
 
 from experiments.benchmark.hlo_cost import hlo_ops
-from mechjax.timing import timed_compile
+from mechjax.sweeps.timing import timed_compile
 
 
 def trace_durations(trace_dir: str) -> dict[str, tuple[int, float]]:
@@ -144,7 +144,7 @@ def fastpath_loss_program(tiny: bool = False, batch: int | None = None
     trainer, hparams, state = sp.build(settings)
     _, task_params = sp._split(hparams)
     data = jax.jit(trainer.task.sample)(jax.random.PRNGKey(1), task_params)
-    from mechjax.compile_options import jit_train
+    from mechjax.training.compile_options import jit_train
     return (jit_train(jax.value_and_grad(lambda p, b: trainer.loss(p, b)[0]), trainer),
             (state.params, data))
 
@@ -163,7 +163,7 @@ if __name__ == "__main__":
         fn, args = fastpath_loss_program(_TINY.value)
         result = profile_ops(fn, args, _CALLS.value, _DIR.value)
         print(format_table(result, _TOP.value))
-        from mechjax.timing import load_average
+        from mechjax.sweeps.timing import load_average
         print(f"load average {load_average()}; XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")
         if _OUT.value:
             from mechjax.io import write_json

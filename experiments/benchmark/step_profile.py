@@ -32,8 +32,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from mechjax.compile_options import jit_train, train_compiler_options
-from mechjax.timing import load_average
+from mechjax.training.compile_options import jit_train, train_compiler_options
+from mechjax.sweeps.timing import load_average
 
 MATMUL_N = 2048          # the reference matmul [N, N] @ [N, N] (float32)
 TINY_MATMUL_N = 256
@@ -59,7 +59,7 @@ def build(settings: Settings):
     """The Assign-and-Add trainer (no evaluation pools), its hyperparameters and a start state."""
     from experiments.benchmark.bench import TINY_MODEL
     from mechjax.tasks import assign_add as aa
-    from mechjax.train import TrainConfig, make_train
+    from mechjax.training.train import TrainConfig, make_train
 
     cfg = aa.model_config()
     if settings.tiny:
@@ -131,13 +131,13 @@ def pieces(trainer, hparams, state, steps: int) -> dict[str, tuple[Callable, tup
 
 
 def _split(hparams):
-    from mechjax.train import split_hparams
+    from mechjax.training.train import split_hparams
     return split_hparams(hparams)
 
 
 def _one_step_trainer(trainer):
     """The same trainer with one step per evaluation interval: one step per call."""
-    from mechjax.train import make_train
+    from mechjax.training.train import make_train
     cfg = dataclasses.replace(trainer.train_cfg, eval_every=1)
     return make_train(trainer.task, trainer.model_cfg, cfg, trainer.eval_fn)
 
@@ -249,7 +249,7 @@ if __name__ == "__main__":
                                 lower_bound=0)
 
     def _main(argv):
-        from mechjax.workdir import enable_compilation_cache
+        from mechjax.sweeps.workdir import enable_compilation_cache
         enable_compilation_cache()
         base = TINY if _TINY.value else FULL
         settings = base if _TINY.value else dataclasses.replace(

@@ -53,8 +53,8 @@ def accuracy_parity(settings: Settings, dtypes: tuple[str, ...]) -> dict[str, An
     ``max_abs_diff``: the largest gap of the seed-mean accuracy to float32 over the pools."""
     from experiments.assign_add import run as aa_run
     from experiments.assign_add.configs import cpu, tiny
-    from mechjax.sweep import run_sweep
-    from mechjax.train import make_train
+    from mechjax.sweeps.sweep import run_sweep
+    from mechjax.training.train import make_train
 
     config = (tiny if settings.tiny else cpu).get_config()
     config.n_seeds = settings.parity_seeds

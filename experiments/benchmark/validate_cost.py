@@ -1,7 +1,7 @@
 """What validating a run's files adds to opening it: ``runs.open`` and every accessor (model and
 train config, metrics, every parameter snapshot with all seeds and grid points) against the same
-reads without the checks (plain ``json.load`` / ``np.load``, as ``mechjax.runs`` read before
-``mechjax.validate``), and against the validator's own archive reader with no check (what the
+reads without the checks (plain ``json.load`` / ``np.load``, as ``mechjax.sweeps.runs`` read before
+``mechjax.filecheck``), and against the validator's own archive reader with no check (what the
 checks alone cost), in one process, in alternating order, with the page cache warm.
 
     python -m experiments.benchmark.validate_cost --workdir=RUN [--repeats=15]
@@ -19,15 +19,15 @@ import time
 import numpy as np
 from absl import app, flags
 
-from mechjax import runs
-from mechjax.config import ModelConfig
-from mechjax.snapshots import SNAPSHOT_DIR
-from mechjax.sweep_files import METRICS_FILE, MODEL_FILE, SWEEP_FILE, TRAIN_FILE
-from mechjax.train import TrainConfig
-from mechjax.validate.npz_stored import read_stored_npz
+from mechjax.sweeps import runs
+from mechjax.models.config import ModelConfig
+from mechjax.sweeps.snapshots import SNAPSHOT_DIR
+from mechjax.sweeps.files import METRICS_FILE, MODEL_FILE, SWEEP_FILE, TRAIN_FILE
+from mechjax.training.train import TrainConfig
+from mechjax.filecheck.npz_stored import read_stored_npz
 
 def open_validated(workdir: str) -> int:
-    """Everything a run holds, through ``mechjax.runs``; returns the bytes of parameters read."""
+    """Everything a run holds, through ``mechjax.sweeps.runs``; returns the bytes of parameters read."""
     run = runs.open(workdir)
     run.model_cfg, run.train_cfg, run.seeds, run.hparams, run.config  # noqa: B018
     run.metrics  # noqa: B018
@@ -39,7 +39,7 @@ def open_validated(workdir: str) -> int:
 
 
 def open_unchecked(workdir: str, read_npz=None) -> int:
-    """The same reads without any check (the reader before ``mechjax.validate``: ``np.load``),
+    """The same reads without any check (the reader before ``mechjax.filecheck``: ``np.load``),
     or with ``read_npz(path) -> {name: array}`` as the archive reader and still no check."""
     def load(path):
         if read_npz is not None:

@@ -2,7 +2,7 @@
 Zhong et al.'s two diagnostics per seed at every snapshot, the algorithm of each seed that learned
 the task, the clock / pizza fractions per rate, a figure and summary.json.
 
-Data flow: config -> ``RateTrainer`` (``mechjax.attention_rate``) -> ``run_sweep`` over the grid
+Data flow: config -> ``RateTrainer`` (``mechjax.training.rate``) -> ``run_sweep`` over the grid
 ``attn_rate`` (parameters saved every chunk) -> ``runs.open`` -> ``seed_atlas.measure_table`` of
 ``clock_pizza.measures(rate)`` per grid point -> ``classify`` at the final step ->
 ``workdir/{summary.json, table.npz, figures/clock_pizza.png}``.
@@ -18,14 +18,18 @@ from typing import Any
 import jax
 import numpy as np
 
-from mechjax import attention_rate, experiment, runs
-from mechjax.analysis import grokking_core, rate_core
+from mechjax.models import attention_rate
+from mechjax.training.rate import RateTrainer
+from mechjax.cli import experiment
+from mechjax.sweeps import runs
+from mechjax.studies import grokking_core
+from mechjax.studies import rate_core
 from mechjax.analysis.seeds import seed_stats
 from mechjax.io import write_json, write_npz
 from mechjax.plots import clock_pizza as cp_plots
 from mechjax.plots.save import save_figure
-from mechjax.snapshots import SnapshotPolicy
-from mechjax.sweep import log, run_sweep
+from mechjax.sweeps.snapshots import SnapshotPolicy
+from mechjax.sweeps.sweep import log, run_sweep
 from mechjax.tasks import modular
 
 from experiments.clock_pizza import saved as saved_runs
@@ -40,7 +44,7 @@ def build(config):
                              split_seed=config.task.split_seed)
     model_values = experiment.as_dict(config.model)
     model_values.update(d_vocab=config.task.p, d_vocab_out=config.task.p, n_ctx=2)
-    trainer = attention_rate.RateTrainer(task, experiment.model_config(model_values),
+    trainer = RateTrainer(task, experiment.model_config(model_values),
                                          experiment.train_config(config.train),
                                          mixing=config.attn_mixing)
     hparams = dict(experiment.as_dict(config.hparams), attn_rate=rates)

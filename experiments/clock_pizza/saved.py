@@ -16,12 +16,13 @@ from typing import Any
 import jax
 import numpy as np
 
-from mechjax import experiment, runs
-from mechjax.analysis import clock_pizza as cp
+from mechjax.cli import experiment
+from mechjax.sweeps import runs
+from mechjax.studies import clock_pizza as cp
 from mechjax.analysis import seed_atlas as sa
-from mechjax.config import ConfigError
+from mechjax.models.config import ConfigError
 from mechjax.io import write_json, write_npz
-from mechjax.sweep import log
+from mechjax.sweeps.sweep import log
 
 ALGORITHMS = ("clock", "pizza", "mixed")
 

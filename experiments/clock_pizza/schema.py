@@ -1,12 +1,12 @@
 """The clock_pizza config: every key, what it means and what it allows (``configs/*.py`` give
-values; see ``mechjax.config_schema``)."""
-from mechjax.config import ModelConfig
-from mechjax.attention_mix import MIXINGS
-from mechjax.config_schema import (SEEDS, DataclassSection, Schema, Section, choice, fraction,
+values; see ``mechjax.cli.schema``)."""
+from mechjax.models.config import ModelConfig
+from mechjax.models.attention_mix import MIXINGS
+from mechjax.cli.schema import (SEEDS, DataclassSection, Schema, Section, choice, fraction,
                                    hparams, integer, number, sequence, text)
-from mechjax.train import TrainConfig
+from mechjax.training.train import TrainConfig
 
-# short flag of __main__ (mechjax.experiment.run_cli aliases): --run=RUN is --config.run=RUN
+# short flag of __main__ (mechjax.cli.experiment.run_cli aliases): --run=RUN is --config.run=RUN
 ALIASES = {"run": "run"}
 
 SCHEMA = Schema(

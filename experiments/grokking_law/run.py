@@ -20,15 +20,15 @@ from typing import Any, Mapping
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax import experiment
-from mechjax.analysis import grokking_law as gl
-from mechjax.config import ConfigError
+from mechjax.cli import experiment
+from mechjax.studies import grokking_law as gl
+from mechjax.models.config import ConfigError
 from mechjax.plots.grokking_law import grokking_law_figure
 from mechjax.plots.save import save_figure
-from mechjax.sweep import log, run_sweep
-from mechjax.timing import grid_vs_sequential
+from mechjax.sweeps.sweep import log, run_sweep
+from mechjax.sweeps.timing import grid_vs_sequential
 from mechjax.tasks import modular
-from mechjax.train import Trainer, TrainConfig, make_train
+from mechjax.training.train import Trainer, TrainConfig, make_train
 from mechjax.io import write_json, write_npz
 
 from experiments.grokking_law.schema import SCHEMA

@@ -1,9 +1,9 @@
 """The grokking-law config: every key, what it means and what it allows (``configs/*.py`` give
-values; see ``mechjax.config_schema``)."""
-from mechjax.config import ModelConfig
-from mechjax.config_schema import (SEEDS, DataclassSection, Schema, Section, boolean, choice,
+values; see ``mechjax.cli.schema``)."""
+from mechjax.models.config import ModelConfig
+from mechjax.cli.schema import (SEEDS, DataclassSection, Schema, Section, boolean, choice,
                                    fraction, hparams, integer, number, sequence)
-from mechjax.train import OPTIMIZERS
+from mechjax.training.train import OPTIMIZERS
 
 MODULUS = integer("modulus p of a + b mod p", min=3)
 BATCH = integer("training pairs per step; 0 = full batch", min=0)

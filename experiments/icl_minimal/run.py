@@ -1,7 +1,7 @@
 """Reddy (ICLR 2024) minimal model of ICL vs IWL (SPEC 3.4 anchors).
 
 Stages: config -> checks (one-line errors before compiling) -> one ``run_sweep`` per sweep
-(seeds x values of one knob, one compiled program each; ``mechjax.icl_minimal_model``) -> per-seed
+(seeds x values of one knob, one compiled program each; ``mechjax.models.icl_minimal``) -> per-seed
 final and peak ICL/IWL probe accuracies -> summary.json, metrics.npz, figures.
 """
 from __future__ import annotations
@@ -12,16 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from mechjax import experiment
-from mechjax import icl_minimal_model as model
-from mechjax.analysis.icl_minimal_map import contour_variable
+from mechjax.cli import experiment
+from mechjax.training import icl_minimal as icl_training
+from mechjax.studies.icl_minimal_map import contour_variable
 from mechjax.analysis.imir.phase.readoffs import contour_agreement
 from mechjax.io import write_json, write_npz
 from mechjax.plots.icl_minimal import boundary_figure, knob_figure
 from mechjax.plots.save import save_figure
-from mechjax.sweep import log, run_sweep
+from mechjax.sweeps.sweep import log, run_sweep
 from mechjax.tasks import icl_minimal as icl
-from mechjax.train import TrainConfig
+from mechjax.training.train import TrainConfig
 
 from experiments.icl_minimal.schema import SCHEMA
 
@@ -51,7 +51,7 @@ def train_sweep(config, name: str, workdir: str) -> dict[str, Any]:
     optimizer = "adamw" if s.knob == "weight_decay" and tr.optimizer == "adam" else tr.optimizer
     tc = TrainConfig(steps=s.steps, eval_every=tr.eval_every, optimizer=optimizer,
                      eval_chunk=None)
-    trainer = model.make_trainer(spec, tc, tr.batch_size, tr.eval_size, tr.mlp_width)
+    trainer = icl_training.make_trainer(spec, tc, tr.batch_size, tr.eval_size, tr.mlp_width)
     key = s.knob if s.knob == "weight_decay" else f"task.{s.knob}"
     grid = {"lr": [tr.lr] * len(s["values"]), key: list(s["values"])}
     if s.knob != "weight_decay":

@@ -1,7 +1,7 @@
 """The icl_minimal config: every key, what it means and what it allows (``configs/*.py`` give
 values). Cross-key limits (L >= N, B <= N, K <= k_max) are checked by
 ``mechjax.tasks.icl_minimal.check_values`` before anything compiles."""
-from mechjax.config_schema import SEEDS, Schema, Section, choice, integer, number, sequence
+from mechjax.cli.schema import SEEDS, Schema, Section, choice, integer, number, sequence
 
 KNOBS = ("K", "B", "eps", "alpha", "weight_decay")
 SWEEPS = ("K", "B", "eps", "alpha", "l_eq_n", "long")

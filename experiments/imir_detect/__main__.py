@@ -4,7 +4,7 @@
 [--overwrite]"""
 from experiments.imir_detect import run
 from experiments.imir_detect.schema import ALIASES, SCHEMA
-from mechjax.experiment import run_cli
+from mechjax.cli.experiment import run_cli
 
 if __name__ == "__main__":
     run_cli(run.run, run.format_summary, __file__, SCHEMA, aliases=ALIASES)

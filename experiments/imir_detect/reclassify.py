@@ -17,7 +17,7 @@ from typing import Sequence
 
 from mechjax.analysis.imir.detection import circuits as cc
 from mechjax.analysis.imir.manifold.basis import Basis
-from mechjax.config import ConfigError
+from mechjax.models.config import ConfigError
 from mechjax.io import write_json
 
 from experiments.imir_detect import run

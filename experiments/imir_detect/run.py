@@ -25,20 +25,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax import experiment
+from mechjax.cli import experiment
 from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.detection import budget
 from mechjax.analysis.imir.detection import detector as dt
 from mechjax.analysis.imir.detection import explain as ex
 from mechjax.analysis.imir.detection import sources as src
 from mechjax.analysis.imir.forward.truncated import TruncatedTrainer
-from mechjax.config import ConfigError
+from mechjax.models.config import ConfigError
 from mechjax.io import write_json
 from mechjax.plots import imir_detect as plots
 from mechjax.plots.save import save_figure
-from mechjax.sweep import log, run_sweep
+from mechjax.sweeps.sweep import log, run_sweep
 from mechjax.tasks import blocklist as bl
-from mechjax.train import TrainConfig
+from mechjax.training.train import TrainConfig
 
 from experiments.imir_detect.schema import SCHEMA, SETTINGS
 from experiments.imir_detect.summary import format_summary, summarise  # noqa: F401 (CLI)

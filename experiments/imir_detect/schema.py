@@ -1,11 +1,11 @@
 """The imir_detect config: every key, what it means and what it allows (``configs/*.py`` give
-values; see ``mechjax.config_schema``)."""
-from mechjax.config_schema import (SEEDS, Schema, Section, boolean, choice, fraction, integer,
+values; see ``mechjax.cli.schema``)."""
+from mechjax.cli.schema import (SEEDS, Schema, Section, boolean, choice, fraction, integer,
                                    number, optional, sequence, text)
 
 SETTINGS = ("recall_icl", "recall_iwl", "khop")
 UNIT = dict(zero_ok=True)
-# short flags of __main__ (mechjax.experiment.run_cli aliases): --weights, --from_workdir, --seed
+# short flags of __main__ (mechjax.cli.experiment.run_cli aliases): --weights, --from_workdir, --seed
 ALIASES = {"weights": "weights", "from_workdir": "from_workdir", "seed": "from_seed",
            "step": "from_step", "causal": "weights_causal"}
 

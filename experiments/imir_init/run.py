@@ -19,15 +19,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax import experiment
+from mechjax.cli import experiment
 from mechjax.analysis.imir.routes import init_map as im
 from mechjax.analysis.imir.routes import route_units as rt
-from mechjax.config import ConfigError
+from mechjax.models.config import ConfigError
 from mechjax.io import write_json, write_npz
 from mechjax.plots import imir_init as plots
 from mechjax.plots.save import save_figure
 from mechjax.tasks import blocklist as bl
-from mechjax.timing import load_average
+from mechjax.sweeps.timing import load_average
 
 from experiments.imir_init import stages
 from experiments.imir_init.schema import SCHEMA

@@ -1,6 +1,6 @@
 """The imir_init config: every key, what it means and what it allows (``configs/*.py`` give
-values; see ``mechjax.config_schema``)."""
-from mechjax.config_schema import Schema, Section, fraction, integer, number, sequence, text
+values; see ``mechjax.cli.schema``)."""
+from mechjax.cli.schema import Schema, Section, fraction, integer, number, sequence, text
 
 TIME = number("ODE horizon (gradient-flow time)", gt=0.0)
 

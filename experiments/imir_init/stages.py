@@ -13,7 +13,7 @@ import numpy as np
 
 from mechjax.analysis.imir.routes import init_map as im
 from mechjax.analysis.imir.routes import route_units as rt
-from mechjax.sweep import log
+from mechjax.sweeps.sweep import log
 
 
 def _winners(c: dict, pb: im.RouteProblem, rises: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.dynamics import reference as ode
 from mechjax.analysis.imir.dynamics import four_coord as rd
 from mechjax.analysis.imir.dynamics import solver as solve
-from mechjax.analysis.imir.measure import TINY
+from experiments.imir_measure.measure import TINY
 from mechjax.tasks import blocklist as bl
 
 

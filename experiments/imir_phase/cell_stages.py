@@ -10,8 +10,8 @@ from mechjax.analysis.imir.cells import standard as std_cells
 from mechjax.analysis.imir.cells import theory as imir_cells
 from mechjax.analysis.imir.phase import clockfree as cf
 from mechjax.analysis.imir.phase import readoffs as ph
-from mechjax.sweep import log
-from mechjax.timing import load_average
+from mechjax.sweeps.sweep import log
+from mechjax.sweeps.timing import load_average
 
 from experiments.imir_phase.config_checks import sgd_steps
 

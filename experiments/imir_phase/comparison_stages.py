@@ -17,7 +17,7 @@ from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.cells import theory as imir_cells
 from mechjax.analysis.imir.phase import four_coord as fc
 from mechjax.analysis.imir.manifold import confinement as cf
-from mechjax.analysis.imir import measure
+from experiments.imir_measure import measure
 from mechjax.analysis.imir.phase import readoffs as ph
 from mechjax.analysis.imir.manifold import project as proj
 from mechjax.analysis.imir.dynamics import four_coord as rd
@@ -25,9 +25,9 @@ from mechjax.analysis.imir.dynamics import solver as solve
 from mechjax.analysis.imir.theorems import four_coord as th
 from mechjax.plots import imir as plots
 from mechjax.plots.save import save_figure
-from mechjax.sweep import log
+from mechjax.sweeps.sweep import log
 from mechjax.tasks import blocklist as bl
-from mechjax.timing import load_average
+from mechjax.sweeps.timing import load_average
 
 from experiments.imir_phase.common import first_step, record_b_grid
 

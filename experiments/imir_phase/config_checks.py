@@ -2,9 +2,9 @@
 each error names the bad value and what is allowed."""
 from __future__ import annotations
 
-from mechjax import experiment
+from mechjax.cli import experiment
 from mechjax.analysis.imir.dynamics import four_coord as rd
-from mechjax.config import ConfigError
+from mechjax.models.config import ConfigError
 from mechjax.tasks import blocklist as bl
 
 from experiments.imir_phase.schema import SCHEMA

@@ -19,9 +19,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from mechjax import experiment
+from mechjax.cli import experiment
 from mechjax.io import write_json, write_npz
-from mechjax.timing import load_average
+from mechjax.sweeps.timing import load_average
 
 from experiments.imir_phase import cell_stages, comparison_stages, stages, theorem_stages
 from experiments.imir_phase.config_checks import build

@@ -1,7 +1,7 @@
 """The imir_phase config: every key, what it means and what it allows (``configs/*.py`` give
-values; see ``mechjax.config_schema``)."""
-from mechjax.config_schema import (Schema, Section, boolean, choice, fraction, integer, number, sequence)
-from mechjax.train import OPTIMIZERS
+values; see ``mechjax.cli.schema``)."""
+from mechjax.cli.schema import (Schema, Section, boolean, choice, fraction, integer, number, sequence)
+from mechjax.training.train import OPTIMIZERS
 
 
 def _sizes(**more) -> dict:

@@ -16,9 +16,9 @@ from mechjax.analysis.imir.phase import checks, diagrams
 from mechjax.analysis.imir.phase import readoffs as ph
 from mechjax.plots import imir as plots
 from mechjax.plots.save import save_figure
-from mechjax.sweep import log
+from mechjax.sweeps.sweep import log
 from mechjax.tasks import blocklist as bl
-from mechjax.timing import load_average
+from mechjax.sweeps.timing import load_average
 
 from experiments.imir_phase.common import first_step, grid_settings, record_b_grid, spec_of
 

@@ -10,8 +10,8 @@ from mechjax.analysis.imir.dynamics import model as exact
 from mechjax.analysis.imir.theorems import gradient_suppression as xt
 from mechjax.analysis.imir.theorems import burstiness
 from mechjax.analysis.imir.theorems import emergence_order as emergence
-from mechjax.sweep import log
-from mechjax.timing import load_average
+from mechjax.sweeps.sweep import log
+from mechjax.sweeps.timing import load_average
 
 from experiments.imir_phase.common import first_step, spec_of
 

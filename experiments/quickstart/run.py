@@ -7,17 +7,17 @@ from typing import Any
 import jax
 import numpy as np
 
-from mechjax import experiment
+from mechjax.cli import experiment
 from mechjax.analysis import fourier
 from mechjax.analysis.curves import first_crossing
 from mechjax.analysis.seeds import seed_stats
 from mechjax.io import write_json
 from mechjax.plots import curves, heatmaps
 from mechjax.plots.save import save_figure
-from mechjax.snapshots import SnapshotPolicy
-from mechjax.sweep import log, run_sweep
+from mechjax.sweeps.snapshots import SnapshotPolicy
+from mechjax.sweeps.sweep import log, run_sweep
 from mechjax.tasks import modular
-from mechjax.train import make_train
+from mechjax.training.train import make_train
 
 from experiments.quickstart.schema import SCHEMA
 
@@ -42,7 +42,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     trainer, hparams, seeds = build(config)
     experiment.start(workdir, config, overwrite)
     log(f"quickstart: {len(seeds)} seeds of {trainer.task.name} on {jax.device_count()} device(s)")
-    # every chunk's parameters are kept (8 small models): `mechjax.runs` opens any of them
+    # every chunk's parameters are kept (8 small models): `mechjax.sweeps.runs` opens any of them
     result = run_sweep(trainer, seeds, hparams, workdir, chunk_evals=config.chunk_evals,
                        snapshots=SnapshotPolicy(every_chunks=1, steps=(0,)))
 

@@ -1,10 +1,10 @@
 """The quickstart config: every key, what it means and what it allows (``configs/*.py`` give
-values; see ``mechjax.config_schema``)."""
-from mechjax.config import ModelConfig
-from mechjax.config_schema import (SEEDS, DataclassSection, Schema, Section, choice, fraction,
+values; see ``mechjax.cli.schema``)."""
+from mechjax.models.config import ModelConfig
+from mechjax.cli.schema import (SEEDS, DataclassSection, Schema, Section, choice, fraction,
                                    hparams, integer)
 from mechjax.tasks import modular
-from mechjax.train import TrainConfig
+from mechjax.training.train import TrainConfig
 
 SCHEMA = Schema(
     "quickstart",

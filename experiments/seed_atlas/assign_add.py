@@ -23,15 +23,16 @@ import numpy as np
 
 from experiments.assign_add import analysis as aa_analysis
 from experiments.seed_atlas.schema import AA_ALIASES, AA_SCHEMA
-from mechjax import experiment, runs
-from mechjax.analysis import assign_add_mech as mech
+from mechjax.cli import experiment
+from mechjax.sweeps import runs
+from mechjax.studies import assign_add_mech as mech
 from mechjax.analysis import seed_atlas as sa
 from mechjax.analysis.seeds import seed_stats
-from mechjax.config import ConfigError
+from mechjax.models.config import ConfigError
 from mechjax.io import write_json, write_npz
 from mechjax.plots import seed_atlas as atlas_plots
 from mechjax.plots.save import save_figure
-from mechjax.sweep import log
+from mechjax.sweeps.sweep import log
 from mechjax.tasks import assign_add as aa
 
 PROGRESS = tuple(f"progress/{m}" for m in aa_analysis.PROGRESS)

@@ -22,17 +22,18 @@ import numpy as np
 
 from experiments.seed_atlas import assign_add as atlas_aa
 from experiments.seed_atlas.schema import BC_ALIASES, BC_SCHEMA
-from mechjax import experiment, runs
-from mechjax.analysis import binding_cores as bc
+from mechjax.cli import experiment
+from mechjax.sweeps import runs
+from mechjax.studies import binding_cores as bc
 from mechjax.analysis.seeds import seed_stats
-from mechjax.config import ConfigError
+from mechjax.models.config import ConfigError
 from mechjax.io import write_json, write_npz
 from mechjax.plots import ace as ace_plots
 from mechjax.plots import canvas
 from mechjax.plots.save import save_figure
-from mechjax.sweep import log
+from mechjax.sweeps.sweep import log
 from mechjax.tasks import assign_add as aa
-from mechjax.validate import RunError
+from mechjax.filecheck import RunError
 
 
 def open_run(config) -> tuple[runs.Run, int, np.ndarray]:

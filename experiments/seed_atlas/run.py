@@ -15,15 +15,16 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax import experiment, runs
+from mechjax.cli import experiment
+from mechjax.sweeps import runs
 from mechjax.analysis import fourier
 from mechjax.analysis import seed_atlas as sa
 from mechjax.analysis.seeds import seed_stats
-from mechjax.config import ConfigError
+from mechjax.models.config import ConfigError
 from mechjax.io import write_json, write_npz
 from mechjax.plots import seed_atlas as atlas_plots
 from mechjax.plots.save import save_figure
-from mechjax.sweep import log
+from mechjax.sweeps.sweep import log
 
 from experiments.seed_atlas.schema import SCHEMA
 

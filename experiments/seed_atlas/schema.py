@@ -1,8 +1,8 @@
 """The seed_atlas config: every key, what it means and what it allows (``configs/*.py`` give
-values; see ``mechjax.config_schema``)."""
-from mechjax.config_schema import Schema, boolean, fraction, integer, sequence, text
+values; see ``mechjax.cli.schema``)."""
+from mechjax.cli.schema import Schema, boolean, fraction, integer, sequence, text
 
-# short flag of __main__ (mechjax.experiment.run_cli aliases): --run=RUN is --config.run=RUN
+# short flag of __main__ (mechjax.cli.experiment.run_cli aliases): --run=RUN is --config.run=RUN
 ALIASES = {"run": "run"}
 
 SCHEMA = Schema(

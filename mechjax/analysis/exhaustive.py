@@ -12,9 +12,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax import fastpath
-from mechjax.config import ModelConfig
-from mechjax.model import Params, apply
+from mechjax.models import fastpath
+from mechjax.models.config import ModelConfig
+from mechjax.models.transformer import Params, apply
 
 
 def predict_stacked(cfg: ModelConfig) -> Callable[[Params, jax.Array], jax.Array]:

@@ -37,7 +37,7 @@ from typing import Sequence
 
 import numpy as np
 
-from mechjax.loaders.tokenizer import Tokenizer, single_token_id
+from mechjax.interop.tokenizer import Tokenizer, single_token_id
 
 NOUNS = {"key": "keys", "label": "labels", "author": "authors", "pilot": "pilots",
          "teacher": "teachers", "child": "children", "man": "men", "woman": "women",

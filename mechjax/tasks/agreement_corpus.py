@@ -28,7 +28,7 @@ from typing import Sequence
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.loaders.tokenizer import END_OF_TEXT, UNKNOWN, Tokenizer, build_word_level
+from mechjax.interop.tokenizer import END_OF_TEXT, UNKNOWN, Tokenizer, build_word_level
 from mechjax.tasks import agreement as ag
 from mechjax.tasks.base import Task, fixed_dataset_sampler
 

@@ -32,7 +32,8 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from mechjax.config import ConfigError
+from mechjax.models.config import ConfigError
+from mechjax.tasks.base import Task
 
 Batch = dict[str, jax.Array]
 
@@ -174,3 +175,15 @@ def sample(key: jax.Array, spec: IclSpec, params, batch_size: int, kind: str = "
     one = _KINDS[kind]
     keys = jax.random.split(key, batch_size)
     return jax.vmap(lambda k: one(k, spec, params, means, lvec, p))(keys)
+
+
+def make_task(spec: IclSpec, batch_size: int, eval_size: int) -> Task:
+    """The task as a ``mechjax`` Task: training batches and the ``icl``/``iwl`` probes."""
+    def sampler(kind: str, n: int):
+        def sample(key, task_params):
+            out = sample(key, spec, dict(spec.default_params(), **task_params), n, kind)
+            return {"tokens": out["inputs"], "labels": out["labels"]}
+        return sample
+    return Task("icl_minimal", sampler("train", batch_size),
+                {"icl": sampler("icl", eval_size), "iwl": sampler("iwl", eval_size)},
+                readout=-1, default_params=spec.default_params(), seq_len=None)

@@ -11,8 +11,8 @@ import jax
 import jax.numpy as jnp
 
 from mechjax import metrics
-from mechjax.config import ConfigError, ModelConfig
-from mechjax.model import forward
+from mechjax.models.config import ConfigError, ModelConfig
+from mechjax.models.transformer import forward
 from mechjax.tasks.base import Batch, Task, TaskParams
 
 OPERATIONS = ("add", "sub", "mul", "div")

@@ -5,7 +5,7 @@ half the pairs grok at 2062 +- 490; with 70% of them for training, sooner)."""
 import ml_collections
 
 from experiments.quickstart.configs import cpu as quickstart
-from mechjax.analysis import clock_pizza as cp
+from mechjax.studies import clock_pizza as cp
 
 
 def get_config() -> ml_collections.ConfigDict:

@@ -62,7 +62,7 @@ def get_config() -> ml_collections.ConfigDict:
     config.p_sweep.chunk_evals = 3000
 
     # Time the omega x seeds runs as one program vs one after another, for this many steps each
-    # (0: skip). "auto": seeds looped per device on CPU, batched on accelerators (mechjax.sweep).
+    # (0: skip). "auto": seeds looped per device on CPU, batched on accelerators (mechjax.sweeps.sweep).
     config.benchmark = ml_collections.ConfigDict()
     config.benchmark.steps = 200
     config.benchmark.vectorize = "auto"

@@ -34,8 +34,8 @@ from mechjax.analysis.ace.reads import ACE_CHUNK, JACOBIAN_CHUNK, activations, h
 from mechjax.analysis.ace.validate import (linear_tail_scan, r_nec, r_suf,
                                            reads_last_block, validate, validate_last_block)
 from mechjax.chunks import check_chunk_size
-from mechjax.config import ModelConfig
-from mechjax.model import Params
+from mechjax.models.config import ModelConfig
+from mechjax.models.transformer import Params
 
 Array = jax.Array
 

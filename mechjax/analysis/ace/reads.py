@@ -15,9 +15,9 @@ import numpy as np
 
 from mechjax.analysis.ace.basis import as_float
 from mechjax.chunks import map_chunks
-from mechjax.config import ModelConfig
-from mechjax.hooks import run_with_cache, run_with_hooks
-from mechjax.model import Params
+from mechjax.models.config import ModelConfig
+from mechjax.models.hooks import run_with_cache, run_with_hooks
+from mechjax.models.transformer import Params
 
 Array = jax.Array
 

@@ -13,10 +13,10 @@ import jax.numpy as jnp
 
 from mechjax.analysis.ace.reads import ACE_CHUNK
 from mechjax.chunks import map_chunks
-from mechjax.config import ModelConfig
-from mechjax.hooks import project_onto, run_with_hooks
+from mechjax.models.config import ModelConfig
+from mechjax.models.hooks import project_onto, run_with_hooks
 from mechjax.metrics import accuracy, cross_entropy, roc_auc
-from mechjax.model import Params, unembed
+from mechjax.models.transformer import Params, unembed
 
 Array = jax.Array
 Metric = Literal["accuracy", "loss"] | Callable[[Array, Array, Array | None], Array]

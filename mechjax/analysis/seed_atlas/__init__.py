@@ -3,7 +3,7 @@
 One module per job, the public API re-exported here:
 
 * ``table``       -- ``measure_table(run, {name: fn(params, model_cfg)})``: ``{name: [n_seeds,
-  n_steps]}`` at the run's saved steps (through ``mechjax.runs``; nothing retrained)
+  n_steps]}`` at the run's saved steps (through ``mechjax.sweeps.runs``; nothing retrained)
 * ``similarity``  -- seeds x seeds similarity from measure trajectories or weights (core
   subspaces / coordinates: ``ace.overlap_matrix``, ``ace.cca_matrix``)
 * ``cluster``     -- ``cluster_seeds(similarity)``: groups by average linkage, silhouette-chosen

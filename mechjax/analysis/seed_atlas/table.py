@@ -1,4 +1,4 @@
-"""The per-seed table of mechanism measures at a run's saved steps, read through ``mechjax.runs``.
+"""The per-seed table of mechanism measures at a run's saved steps, read through ``mechjax.sweeps.runs``.
 
     table = measure_table(run, {"top5": top5_fraction, "qk_identity": qk_identity})
     table["top5"]                                 # [n_seeds, n_steps], columns = run.steps_saved
@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 import jax
 import numpy as np
 
-from mechjax.config import ModelConfig
+from mechjax.models.config import ModelConfig
 
 Measure = Callable[[Mapping[str, Any], ModelConfig], Any]
 Table = dict[str, np.ndarray]
@@ -32,7 +32,7 @@ def measure_table(run, measures: Mapping[str, Measure], steps: Sequence[int] | N
     """``{name: [n_seeds, n_steps]}``: every measure of every seed at ``steps`` (default: all of
     ``run.steps_saved``, ascending) of grid point ``grid``.
 
-    ``run`` is a ``mechjax.runs.Run`` (or anything with ``steps_saved``, ``model_cfg`` and
+    ``run`` is a ``mechjax.sweeps.runs.Run`` (or anything with ``steps_saved``, ``model_cfg`` and
     ``stacked_params(step, grid)``). A measure must return one finite or NaN number per model.
     """
     if not measures:

@@ -78,23 +78,23 @@ def split_from_heldout(heldout_pairs) -> PairSplit:
 
 def load_heldout_pairs(path: str) -> np.ndarray:
     """Read ``heldout_pairs.json`` (a dict with ``heldout_pairs`` or a bare list) -> ``[n, 2]``;
-    a broken file raises ``mechjax.validate.FileError`` (a ``ValueError``) naming it."""
-    from mechjax import validate
+    a broken file raises ``mechjax.filecheck.FileError`` (a ``ValueError``) naming it."""
+    from mechjax import filecheck
     if not os.path.exists(path):
         raise FileNotFoundError(f"held-out pair file {path!r} does not exist")
     what = "a list of [x, y] pairs"
-    data = validate.read_json(path, "held-out pair file", top=(dict, list))
-    pairs = validate.require(data, "heldout_pairs", list, path, expected=what) \
+    data = filecheck.read_json(path, "held-out pair file", top=(dict, list))
+    pairs = filecheck.require(data, "heldout_pairs", list, path, expected=what) \
         if isinstance(data, dict) else data
     try:
         arr = np.asarray(pairs)
     except ValueError as err:  # ragged lists
-        raise validate.FileError(f"held-out pair file {path!r}: expected {what}: {err}") from err
+        raise filecheck.FileError(f"held-out pair file {path!r}: expected {what}: {err}") from err
     if arr.size and arr.dtype.kind not in "iu":
-        raise validate.FileError(f"held-out pair file {path!r}: pairs of {arr.dtype.name}; "
+        raise filecheck.FileError(f"held-out pair file {path!r}: pairs of {arr.dtype.name}; "
                                  "expected integers")
     arr = arr.astype(np.int32)
     if arr.ndim != 2 or arr.shape[1] != 2:
-        raise validate.FileError(f"held-out pair file {path!r}: expected a list of [x, y], got "
+        raise filecheck.FileError(f"held-out pair file {path!r}: expected a list of [x, y], got "
                                  f"shape {arr.shape}")
     return arr

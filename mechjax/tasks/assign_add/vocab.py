@@ -1,7 +1,7 @@
 """Assign-and-Add vocabulary, sequence layout, sequence kinds and the authors' architecture."""
 from __future__ import annotations
 
-from mechjax.config import ModelConfig
+from mechjax.models.config import ModelConfig
 
 # ---- vocabulary ---------------------------------------------------------------------------------
 P = 59

@@ -4,7 +4,7 @@ section 4). One loop for the full-batch descent on an exact population
 (``dynamics.reference.gradient_descent``)
 and for the sampled-batch training of grid cells (``cells.train_cells``).
 
-(``mechjax.train.Trainer`` is the general training loop; these two stay apart from it because
+(``mechjax.training.train.Trainer`` is the general training loop; these two stay apart from it because
 they record the manifold coordinates between steps and draw their batches from their own key
 stream, which their published numbers depend on.)
 """

@@ -27,11 +27,11 @@ import numpy as np
 
 from mechjax.analysis.imir.phase import readoffs as ph
 from mechjax.analysis.imir.cells.theory import eval_pool, iwl_pool
-from mechjax.config import ModelConfig
-from mechjax.model import forward
-from mechjax.sweep import run_sweep
+from mechjax.models.config import ModelConfig
+from mechjax.models.transformer import forward
+from mechjax.sweeps.sweep import run_sweep
 from mechjax.tasks import blocklist as bl
-from mechjax.train import TrainConfig, make_train
+from mechjax.training.train import TrainConfig, make_train
 
 READOFFS = ("p_rare", "acc_rare", "p_iwl", "acc_iwl")
 

@@ -1,6 +1,6 @@
 """Full transformers trained on grid cells of a phase diagram, vmapped over cells.
 
-Every cell is the IMIR model of ``basis.make_frame`` (the engine's forward, ``mechjax.model``) with
+Every cell is the IMIR model of ``basis.make_frame`` (the engine's forward, ``mechjax.models.transformer``) with
 every entry of every ``W_KQ`` and of ``W_U`` trained, started at the same (alpha, beta, gamma,
 delta) point as the reduced ODE, on freshly sampled recall batches of the cell's ``(f_r, f_v)``
 (the task parameters are traced, so all cells are one ``vmap``). Plain SGD with learning rate
@@ -27,7 +27,7 @@ from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.manifold import project as proj
 from mechjax.analysis.imir.cells import sgd
 from mechjax.analysis.imir.forward.loss import readout_loss
-from mechjax.model import forward
+from mechjax.models.transformer import forward
 from mechjax.tasks import blocklist as bl
 
 

@@ -28,8 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from mechjax.analysis.imir.detection.circuits import Unit, heads_on
-from mechjax.config import ModelConfig
-from mechjax.hooks import run_with_cache, run_with_hooks
+from mechjax.models.config import ModelConfig
+from mechjax.models.hooks import run_with_cache, run_with_hooks
 from mechjax.metrics import accuracy, cross_entropy
 
 Batch = Mapping[str, jax.Array]

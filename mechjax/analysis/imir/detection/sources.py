@@ -1,8 +1,8 @@
 """Where a model for circuit detection comes from: a weights file or a mechjax run's workdir.
 
-``from_file(path)``: an ``.npz`` state dict as mechjax writes one (``mechjax.weights.save_npz``,
+``from_file(path)``: an ``.npz`` state dict as mechjax writes one (``mechjax.interop.weights.save_npz``,
 TransformerLens names, one model, no seed axis). ``from_run(workdir, seed, step, sweep)``: one
-seed of a finished or crashed sweep, through ``mechjax.runs`` (its latest saved step by default);
+seed of a finished or crashed sweep, through ``mechjax.sweeps.runs`` (its latest saved step by default);
 a workdir holding several sweeps (``imir_detect`` has one per setting) needs ``sweep``, or takes
 the only one. Both return a ``Source``: the parameters, a one-line description and, for a run,
 its model config and the experiment config it was trained with (so the caller can read the task
@@ -18,10 +18,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from mechjax import runs
+from mechjax.sweeps import runs
 from mechjax.analysis.imir.detection.explain import DetectError
-from mechjax.config import ModelConfig
-from mechjax.weights import WeightsError, read_npz
+from mechjax.models.config import ModelConfig
+from mechjax.interop.weights import WeightsError, read_npz
 
 
 @dataclasses.dataclass(frozen=True)

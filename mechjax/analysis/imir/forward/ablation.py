@@ -20,7 +20,7 @@ import jax.numpy as jnp
 
 from mechjax.analysis.imir.forward import truncated as tr
 from mechjax.analysis.imir.manifold.basis import Frame
-from mechjax.config import ModelConfig
+from mechjax.models.config import ModelConfig
 from mechjax.metrics import token_nll
 
 

@@ -1,4 +1,4 @@
-"""The readout cross-entropy of the IMIR model, through the real forward pass (``mechjax.model``).
+"""The readout cross-entropy of the IMIR model, through the real forward pass (``mechjax.models.transformer``).
 
 A batch holds ``tokens [b, T]``, ``labels [b, T]`` and ``weights [b, T]`` (one-hot at the query for
 Monte Carlo batches; probability times one-hot for an enumerated population batch, see
@@ -12,9 +12,9 @@ from typing import Mapping
 import jax
 import jax.numpy as jnp
 
-from mechjax.config import ModelConfig
+from mechjax.models.config import ModelConfig
 from mechjax.metrics import accuracy, token_nll
-from mechjax.model import forward
+from mechjax.models.transformer import forward
 
 Params = Mapping[str, jax.Array]
 

@@ -6,7 +6,7 @@ first ``(H + 1)^l`` blocks. So with the frame's own embeddings and ``W_OV`` (blo
 send layer ``l``'s input blocks into the first ``(H + 1)^(l + 1)``), the residual at layer ``l``
 is zero beyond ``width(l) = d_e (H + 1)^l`` coordinates, and only the leading
 ``[width(l), width(l)]`` corner of ``W_KQ`` and ``[width(l), width(l + 1)]`` corner of ``W_OV``
-ever act. ``truncated_forward`` computes exactly ``mechjax.model.forward`` on those corners:
+ever act. ``truncated_forward`` computes exactly ``mechjax.models.transformer.forward`` on those corners:
 ``sum_l width(l)^2`` instead of ``L d_model^2`` work per position, 15x less for 5 layers and one
 head (``tests/test_imir_truncated.py`` checks equality, gradients included). It needs an
 unrotated frame (a rotation mixes the blocks) and the frame's embeddings and ``W_OV``; the
@@ -20,7 +20,7 @@ position per sequence, so the last layer runs at that position only (``query_los
 layers ``>= l`` (the elimination's staged candidates, ``eliminate.Staged``).
 ``theta_weights`` builds the corners straight from manifold coordinates (block ``(a, b)`` of
 ``W_KQ`` is ``sum_s theta_abs S_s``), so a projected model never materialises a
-``[d_model, d_model]`` matrix; ``TruncatedTrainer`` is ``mechjax.train.Trainer`` with this loss
+``[d_model, d_model]`` matrix; ``TruncatedTrainer`` is ``mechjax.training.train.Trainer`` with this loss
 (for training the IMIR model of a frame).
 """
 from __future__ import annotations
@@ -31,9 +31,9 @@ import jax
 import jax.numpy as jnp
 
 from mechjax.analysis.imir.manifold.basis import Basis, Frame
-from mechjax.config import ModelConfig
+from mechjax.models.config import ModelConfig
 from mechjax.metrics import token_hits, token_nll
-from mechjax.train import Trainer
+from mechjax.training.train import Trainer
 
 Params = Mapping[str, jax.Array]
 

@@ -1,7 +1,7 @@
 """Gradient confinement: at weights on the manifold, does the population gradient stay on it?
 
 ``rel_residual = ||g - proj(g)|| / ||g||`` over the trainable parameters, with ``g`` the gradient
-of the readout loss (``jax.grad`` through ``mechjax.model.forward``):
+of the readout loss (``jax.grad`` through ``mechjax.models.transformer.forward``):
   * exactly, with the population batch of an enumerated tiny task (``exact_confinement``); under
     the symmetries this is rounding error (docs/imir.md, section 2);
   * by Monte Carlo (``mc_confinement``); the residual of an estimate from B sequences is its noise

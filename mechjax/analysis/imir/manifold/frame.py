@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mechjax.config import ModelConfig
+from mechjax.models.config import ModelConfig
 
 
 # ------------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from scipy.stats import rankdata
 
 from mechjax.analysis.curves import first_crossing
 from mechjax.analysis.imir.phase.readoffs import classify
-from mechjax.config import ConfigError
+from mechjax.models.config import ConfigError
 
 ORDERS = ("neither", "ICL first", "IWL first", "same time")
 UNSTABLE = -1
