@@ -3,7 +3,7 @@
 The names a notebook types first, loaded on first use::
 
     import mechjax as mj
-    train = mj.make_train(task, mj.ModelConfig(...), mj.TrainConfig(...))
+    trainer = mj.make_train(task, mj.ModelConfig(...), mj.TrainConfig(...))
     result = mj.run_sweep(trainer, seeds=range(8), workdir="runs/x")
     run = mj.runs.open("runs/x")
     core = mj.ace.extract(...)
@@ -19,6 +19,7 @@ from typing import Any
 
 _NAMES = {
     "ModelConfig": ("mechjax.models.config", "ModelConfig"),
+    "Model": ("mechjax.models.protocol", "Model"),
     "TrainConfig": ("mechjax.training.train", "TrainConfig"),
     "Task": ("mechjax.tasks.base", "Task"),
     "make_train": ("mechjax.training.train", "make_train"),

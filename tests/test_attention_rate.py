@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from mechjax.models import attention_rate as ar
-from mechjax.training.rate import RateTrainer
 from mechjax.models import attention_mix
 from mechjax.models import fastpath
 from mechjax.models.config import ConfigError, ModelConfig
@@ -98,7 +97,7 @@ def test_rates_x_seeds_grid_is_one_program_and_rate_one_reproduces_the_trainer(t
     task = modular.make_task(p=11, train_fraction=0.5)
     cfg = ModelConfig.from_dict(dict(CFG.to_dict()))
     train_cfg = TrainConfig(steps=20, eval_every=10)
-    rated = RateTrainer(task, cfg, train_cfg)
+    rated = make_train(task, ar.rate_model(cfg), train_cfg)
     assert float(rated.default_hparams()["attn_rate"]) == 1.0
     result = run_sweep(rated, [0, 1], {"attn_rate": [1.0, 0.0], "lr": 1e-2}, str(tmp_path / "r"),
                        chunk_evals=2)

@@ -60,14 +60,15 @@ def test_theta_weights_are_the_corners_of_w_theta_and_drive_the_same_loss():
     np.testing.assert_allclose(corners["unembed.W_U"], full["unembed.W_U"], atol=1e-5)
 
 
-def test_truncated_trainer_loss_and_gradients_equal_the_full_trainer():
+def test_truncated_model_loss_and_gradients_equal_the_full_transformer():
     task = bl.blocklist_task(SPEC, 16, eval_size=32)
     cfg = ib.imir_config(FRAME)
     tc = TrainConfig(steps=4, eval_every=2, optimizer="adam")
     params, _ = random_params(seed=3)
     batch = bl.sample(SPEC, jax.random.key(4), TP, 32)
     outs = [jax.value_and_grad(lambda p: t.loss(p, batch)[0])(params)
-            for t in (make_train(task, cfg, tc), tr.TruncatedTrainer(FRAME, task, cfg, tc))]
+            for t in (make_train(task, cfg, tc),
+                      make_train(task, tr.truncated_model(FRAME, cfg), tc))]
     (l0, g0), (l1, g1) = outs
     assert float(l1) == pytest.approx(float(l0), rel=1e-5)
     for k in ib.trainable_names(FRAME):
@@ -75,7 +76,7 @@ def test_truncated_trainer_loss_and_gradients_equal_the_full_trainer():
         assert scale > 0
         np.testing.assert_allclose(g1[k], g0[k], atol=1e-4 * scale)
     with pytest.raises(ValueError, match="frozen frame weights"):
-        tr.TruncatedTrainer(FRAME, task, dataclasses.replace(cfg, frozen=()), tc)
+        tr.truncated_model(FRAME, dataclasses.replace(cfg, frozen=()))
 
 
 def test_rotated_frame_is_refused():

@@ -2,7 +2,7 @@
 Zhong et al.'s two diagnostics per seed at every snapshot, the algorithm of each seed that learned
 the task, the clock / pizza fractions per rate, a figure and summary.json.
 
-Data flow: config -> ``RateTrainer`` (``mechjax.training.rate``) -> ``run_sweep`` over the grid
+Data flow: config -> ``attention_rate.rate_model`` through ``make_train`` -> ``run_sweep`` over the grid
 ``attn_rate`` (parameters saved every chunk) -> ``runs.open`` -> ``seed_atlas.measure_table`` of
 ``clock_pizza.measures(rate)`` per grid point -> ``classify`` at the final step ->
 ``workdir/{summary.json, table.npz, figures/clock_pizza.png}``.
@@ -19,7 +19,7 @@ import jax
 import numpy as np
 
 from mechjax.models import attention_rate
-from mechjax.training.rate import RateTrainer
+from mechjax.training.train import make_train
 from mechjax.cli import experiment
 from mechjax.sweeps import runs
 from mechjax.studies import grokking_core
@@ -44,9 +44,9 @@ def build(config):
                              split_seed=config.task.split_seed)
     model_values = experiment.as_dict(config.model)
     model_values.update(d_vocab=config.task.p, d_vocab_out=config.task.p, n_ctx=2)
-    trainer = RateTrainer(task, experiment.model_config(model_values),
-                                         experiment.train_config(config.train),
-                                         mixing=config.attn_mixing)
+    model = attention_rate.rate_model(experiment.model_config(model_values),
+                                      mixing=config.attn_mixing)
+    trainer = make_train(task, model, experiment.train_config(config.train))
     hparams = dict(experiment.as_dict(config.hparams), attn_rate=rates)
     trainer.default_hparams(**{k: v for k, v in hparams.items() if k != "attn_rate"})  # checks
     return trainer, hparams, experiment.seeds(config)

@@ -6,6 +6,7 @@ final and peak ICL/IWL probe accuracies -> summary.json, metrics.npz, figures.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from typing import Any
@@ -13,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from mechjax.cli import experiment
-from mechjax.training import icl_minimal as icl_training
 from mechjax.studies.icl_minimal_map import contour_variable
 from mechjax.analysis.imir.phase.readoffs import contour_agreement
 from mechjax.io import write_json, write_npz
@@ -21,11 +21,21 @@ from mechjax.plots.icl_minimal import boundary_figure, knob_figure
 from mechjax.plots.save import save_figure
 from mechjax.sweeps.sweep import log, run_sweep
 from mechjax.tasks import icl_minimal as icl
-from mechjax.training.train import TrainConfig
+from mechjax.models.icl_minimal import IclModelConfig, icl_model
+from mechjax.training.train import TrainConfig, Trainer, make_train
 
 from experiments.icl_minimal.schema import SCHEMA
 
 TASK_KNOB = {"K": "k", "B": "burstiness", "eps": "noise", "alpha": "zipf"}
+
+
+def make_trainer(spec: icl.IclSpec, train_cfg: TrainConfig, batch_size: int, eval_size: int,
+                 mlp_width: int = 128) -> Trainer:
+    """Reddy's network on ``spec``'s task (it reads the query itself: no fast read-out)."""
+    model_cfg = IclModelConfig(d=spec.d, n_pos=spec.seq_len, n_labels=spec.n_labels,
+                               mlp_width=mlp_width)
+    return make_train(icl.make_task(spec, batch_size, eval_size), icl_model(model_cfg),
+                      dataclasses.replace(train_cfg, fast_readout=False))
 
 
 def sweep_spec(config, name: str) -> icl.IclSpec:
@@ -51,7 +61,7 @@ def train_sweep(config, name: str, workdir: str) -> dict[str, Any]:
     optimizer = "adamw" if s.knob == "weight_decay" and tr.optimizer == "adam" else tr.optimizer
     tc = TrainConfig(steps=s.steps, eval_every=tr.eval_every, optimizer=optimizer,
                      eval_chunk=None)
-    trainer = icl_training.make_trainer(spec, tc, tr.batch_size, tr.eval_size, tr.mlp_width)
+    trainer = make_trainer(spec, tc, tr.batch_size, tr.eval_size, tr.mlp_width)
     key = s.knob if s.knob == "weight_decay" else f"task.{s.knob}"
     grid = {"lr": [tr.lr] * len(s["values"]), key: list(s["values"])}
     if s.knob != "weight_decay":

@@ -31,14 +31,14 @@ from mechjax.analysis.imir.detection import budget
 from mechjax.analysis.imir.detection import detector as dt
 from mechjax.analysis.imir.detection import explain as ex
 from mechjax.analysis.imir.detection import sources as src
-from mechjax.analysis.imir.forward.truncated import TruncatedTrainer
+from mechjax.analysis.imir.forward.truncated import truncated_model
 from mechjax.models.config import ConfigError
 from mechjax.io import write_json
 from mechjax.plots import imir_detect as plots
 from mechjax.plots.save import save_figure
 from mechjax.sweeps.sweep import log, run_sweep
 from mechjax.tasks import blocklist as bl
-from mechjax.training.train import TrainConfig
+from mechjax.training.train import TrainConfig, make_train
 
 from experiments.imir_detect.schema import SCHEMA, SETTINGS
 from experiments.imir_detect.summary import format_summary, summarise  # noqa: F401 (CLI)
@@ -154,9 +154,9 @@ def train(st: dict, seeds: list[int], workdir: str) -> dict[str, np.ndarray]:
     s, frame, spec = st["cfg"], st["frame"], st["spec"]
     task = bl.blocklist_task(spec, s["batch_size"], eval_size=512)
     # the exact forward on the populated path blocks (mechjax.analysis.imir.forward.truncated)
-    trainer = TruncatedTrainer(frame, task, ib.imir_config(frame, s["causal"]),
-                               TrainConfig(steps=s["steps"], eval_every=s["eval_every"],
-                                           optimizer="adam"))
+    trainer = make_train(task, truncated_model(frame, ib.imir_config(frame, s["causal"])),
+                         TrainConfig(steps=s["steps"], eval_every=s["eval_every"],
+                                     optimizer="adam"))
     fixed = ib.fixed_params(frame)
     shapes = {k: v.shape for k, v in ib.zero_trainables(frame).items()}
 

@@ -10,15 +10,19 @@ rate-dependent scale of the attention output (with ``n = 2`` keys: 0.5 -> 1/3). 
 applied at the ``hook_pattern`` hook of ``mechjax.models.transformer.forward``, so the model itself is
 unchanged, and at rate 1 the pattern is the softmax bit for bit (``1 * p + 0 * c == p``).
 
-Training at a traced rate: ``mechjax.training.rate.RateTrainer``.
+``rate_model(cfg, mixing)`` is the transformer at the traced hyperparameter ``attn_rate`` (default 1)
+as a ``mechjax.models.Model``: ``make_train`` on it trains a seeds x rates grid as one program.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 
-from mechjax.models import attention_mix
+from mechjax.models import attention_mix, fastpath
 from mechjax.models.attention_mix import MIXINGS, uniform_pattern  # noqa: F401 (re-exported)
 from mechjax.models.config import ConfigError, ModelConfig
+from mechjax.models.protocol import Model, transformer_model
 from mechjax.models.transformer import HookFn, Params
 from mechjax.models.transformer import forward as model_forward
 
@@ -45,3 +49,25 @@ def check_rates(rates) -> list[float]:
     if not rates or bad:
         raise ConfigError(f"attn_rates={rates!r}: need one or more rates, each in [0, 1]")
     return rates
+
+
+def rate_logits(cfg: ModelConfig, mixing: str, params: Params, tokens: jax.Array,
+                readout: int | None, key: jax.Array | None, rate: jax.Array | float,
+                fast: bool) -> jax.Array:
+    """The logits where the labels are read at attention rate ``rate`` (the fast path at one
+    position, with the same rate, where the trainer allows it)."""
+    if readout is not None and fast:
+        return fastpath.readout_logits(params, tokens, cfg, readout, key, attn_rate=rate,
+                                       attn_mixing=mixing)
+    out = forward(params, tokens, cfg, rate, key, mixing=mixing)
+    return out if readout is None else out[:, readout]
+
+
+def rate_model(cfg: ModelConfig, mixing: str = "uniform") -> Model:
+    """The transformer at the traced attention rate ``hparams['attn_rate']`` (default 1), with a
+    fixed ``mixing`` (``"uniform"`` or ``"ones"``)."""
+    mixing = attention_mix.check_mixing(mixing)
+    return dataclasses.replace(
+        transformer_model(cfg), hparams={"attn_rate": 1.0},
+        logits=lambda params, tokens, readout, key, hparams, fast: rate_logits(
+            cfg, mixing, params, tokens, readout, key, hparams["attn_rate"], fast))

@@ -7,7 +7,8 @@ through a ReLU MLP with ``n_mlp`` hidden layers (Reddy: a three-layer classifier
 query/key/value maps are ``d_model x d_model`` (one head of full width), initialised with
 standard deviation ``init_scale / sqrt(d_model)``.
 
-Its trainer is ``mechjax.training.icl_minimal.IclTrainer``; its task ``mechjax.tasks.icl_minimal.make_task``.
+``icl_model(cfg)`` is the network as a ``mechjax.models.Model`` (its task:
+``mechjax.tasks.icl_minimal.make_task``; batches carry float ``tokens [b, 2N+1, D]``).
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+
+from mechjax.models.protocol import Model
 
 
 Params = dict[str, jax.Array]
@@ -89,3 +92,14 @@ def _forward(params: Params, tokens: jax.Array, cfg: IclModelConfig):
 def forward(params: Params, tokens: jax.Array, cfg: IclModelConfig) -> jax.Array:
     """``tokens [b, 2N+1, D]`` -> label logits at the query ``[b, L]``."""
     return _forward(params, tokens, cfg)[0]
+
+
+def icl_model(cfg: IclModelConfig) -> Model:
+    """The minimal network as a ``Model``: it reads the query itself (the label logits ``[b, L]``
+    whatever the task's read-out), and has no fast path and no frozen parameters."""
+    shapes = {k: tuple(v.shape) for k, v in
+              jax.eval_shape(lambda: init_params(jax.random.PRNGKey(0), cfg)).items()}
+    return Model(config=cfg, init=lambda key, scale: init_params(key, cfg, scale),
+                 logits=lambda params, tokens, readout, key, hparams, fast: forward(
+                     params, tokens, cfg),
+                 param_shapes=lambda: shapes, is_frozen=cfg.is_frozen)

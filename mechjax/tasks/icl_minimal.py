@@ -180,10 +180,10 @@ def sample(key: jax.Array, spec: IclSpec, params, batch_size: int, kind: str = "
 def make_task(spec: IclSpec, batch_size: int, eval_size: int) -> Task:
     """The task as a ``mechjax`` Task: training batches and the ``icl``/``iwl`` probes."""
     def sampler(kind: str, n: int):
-        def sample(key, task_params):
+        def draw(key, task_params):
             out = sample(key, spec, dict(spec.default_params(), **task_params), n, kind)
             return {"tokens": out["inputs"], "labels": out["labels"]}
-        return sample
+        return draw
     return Task("icl_minimal", sampler("train", batch_size),
                 {"icl": sampler("icl", eval_size), "iwl": sampler("iwl", eval_size)},
                 readout=-1, default_params=spec.default_params(), seq_len=None)

@@ -1,4 +1,5 @@
-"""``make_train(task, model_cfg, train_cfg) -> train(key, hparams)``: one pure training function.
+"""``make_train(task, model, train_cfg) -> train(key, hparams)``: one pure training function over
+any ``mechjax.models.Model`` (a ``ModelConfig`` means the built-in transformer).
 
 Everything random happens inside from the key; the step loop is ``lax.scan`` (an outer scan over
 evaluations, an inner scan over ``eval_every`` steps), and metrics are returned stacked along
@@ -21,9 +22,9 @@ import numpy as np
 import optax
 
 from mechjax import chunks, metrics
-from mechjax.models import fastpath
 from mechjax.models.config import ConfigError, ModelConfig
-from mechjax.models.transformer import Params, forward, init_params
+from mechjax.models.protocol import Model, as_model
+from mechjax.models.transformer import Params
 from mechjax.tasks.base import Batch, Task
 
 HParams = Mapping[str, jax.Array]
@@ -33,6 +34,24 @@ OPTIMIZERS = ("adamw", "adam", "sgd")
 SCHEDULES = ("constant", "cosine", "linear")
 COMPUTE_DTYPES = ("float32", "bfloat16")
 BASE_HPARAMS = {"lr": 1e-3, "weight_decay": 0.0, "init_scale": 1.0}
+# What the command line allows for each base hyperparameter: (lower bound, bound included).
+HPARAM_BOUNDS = {"lr": (0.0, False), "weight_decay": (0.0, True), "init_scale": (0.0, False)}
+
+
+def check_hparams(hparams: Mapping[str, Any]) -> None:
+    """Raise ``ConfigError`` naming the first base hyperparameter (every value of a grid axis)
+    that is not finite or not above its bound; task hyperparameters are the task's to check."""
+    for name, (bound, inclusive) in HPARAM_BOUNDS.items():
+        if name not in hparams:
+            continue
+        values = np.atleast_1d(np.asarray(hparams[name], np.float64)).ravel()
+        for i, value in enumerate(values):
+            if np.isfinite(value) and (value >= bound if inclusive else value > bound):
+                continue
+            where = f"[{i}]" if values.size > 1 else ""
+            finite = "" if np.isfinite(value) else "finite and "
+            raise ConfigError(f"hparams[{name!r}]{where}={value:.6g}: must be {finite}"
+                              f"{'>=' if inclusive else '>'} {bound:g}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,29 +127,33 @@ def split_hparams(hparams: HParams) -> tuple[dict, dict]:
 class Trainer:
     """The compiled-step building blocks; calling it is ``train(key, hparams)``."""
 
-    def __init__(self, task: Task, model_cfg: ModelConfig, train_cfg: TrainConfig,
+    def __init__(self, task: Task, model: Model | ModelConfig, train_cfg: TrainConfig,
                  eval_fn: EvalFn | None = None):
+        model = as_model(model)
+        model_cfg = model.config
         pools = train_cfg.eval_pools if train_cfg.eval_pools is not None else tuple(task.eval_pools)
         unknown = sorted(set(pools) - set(task.eval_pools))
         if unknown:
             raise ConfigError(f"eval pools {unknown} do not exist for task {task.name!r}; "
                               f"it has {sorted(task.eval_pools)}")
-        if task.vocab_size is not None and task.vocab_size > model_cfg.d_vocab:
+        d_vocab, n_ctx = getattr(model_cfg, "d_vocab", None), getattr(model_cfg, "n_ctx", None)
+        if task.vocab_size is not None and d_vocab is not None and task.vocab_size > d_vocab:
             raise ConfigError(f"task {task.name!r} uses {task.vocab_size} tokens but "
                               f"model.d_vocab={model_cfg.d_vocab}")
-        if task.seq_len is not None and task.seq_len > model_cfg.n_ctx:
+        if task.seq_len is not None and n_ctx is not None and task.seq_len > n_ctx:
             raise ConfigError(f"task {task.name!r} has sequences of {task.seq_len} tokens but "
                               f"model.n_ctx={model_cfg.n_ctx}")
-        self.task, self.model_cfg, self.train_cfg = task, model_cfg, train_cfg
+        self.task, self.model, self.model_cfg, self.train_cfg = task, model, model_cfg, train_cfg
         self.pools, self.eval_fn = pools, eval_fn
-        self.use_fastpath = (train_cfg.fast_readout and task.readout is not None
-                             and fastpath.applies(model_cfg, dropout_active=True))
+        self.use_fastpath = bool(train_cfg.fast_readout and task.readout is not None
+                                 and model.fast_readout is not None and model.fast_readout(True))
 
     # ---- hyperparameters ----------------------------------------------------------------------
     def default_hparams(self, **overrides: float) -> dict[str, jax.Array]:
         """Defaults for every traced hyperparameter; unknown names raise."""
         values = dict(BASE_HPARAMS)
         values.update({"task." + k: v for k, v in self.task.default_params.items()})
+        values.update(self.model.hparams)
         unknown = sorted(set(overrides) - set(values))
         if unknown:
             raise ConfigError(f"unknown hyperparameters {unknown}; allowed: {sorted(values)}")
@@ -165,24 +188,20 @@ class Trainer:
             tx = optax.chain(optax.add_decayed_weights(hparams["weight_decay"]), optax.sgd(lr))
         if cfg.grad_clip is not None:
             tx = optax.chain(optax.clip_by_global_norm(cfg.grad_clip), tx)
-        if self.model_cfg.frozen:
-            labels = {k: "frozen" if self.model_cfg.is_frozen(k) else "train"
-                      for k in self._param_names()}
+        if self.model.has_frozen:
+            labels = {k: "frozen" if self.model.is_frozen(k) else "train"
+                      for k in self.model.param_shapes()}
             tx = optax.multi_transform({"train": tx, "frozen": optax.set_to_zero()}, labels)
         return tx
 
-    def _param_names(self):
-        from mechjax.models.transformer import param_shapes
-        return param_shapes(self.model_cfg)
-
     # ---- model evaluation ---------------------------------------------------------------------
-    def logits(self, params: Params, tokens: jax.Array, key: jax.Array | None = None) -> jax.Array:
-        """Logits where the task's labels are read: ``[b, v]`` (readout) or ``[b, p, v]``."""
-        readout = self.task.readout
-        if readout is not None and self.use_fastpath:
-            return fastpath.readout_logits(params, tokens, self.model_cfg, readout, key)
-        logits = forward(params, tokens, self.model_cfg, key=key)
-        return logits if readout is None else logits[:, readout]
+    def logits(self, params: Params, tokens: jax.Array, key: jax.Array | None = None,
+               hparams: HParams | None = None) -> jax.Array:
+        """Logits where the task's labels are read: ``[b, v]`` (readout) or ``[b, p, v]``;
+        ``hparams``: the traced values the model reads (default: ``default_hparams()``)."""
+        hparams = self.default_hparams() if hparams is None else hparams
+        return self.model.logits(params, tokens, self.task.readout, key, hparams,
+                                 self.use_fastpath)
 
     def _compute_params(self, params: Params) -> Params:
         if self.train_cfg.compute_dtype == "float32":
@@ -190,20 +209,25 @@ class Trainer:
         dtype = jnp.dtype(self.train_cfg.compute_dtype)  # the cast is differentiated: f32 grads
         return {k: v.astype(dtype) for k, v in params.items()}
 
-    def loss(self, params: Params, batch: Batch, key: jax.Array | None = None):
-        logits = self.logits(self._compute_params(params), batch["tokens"], key)
+    def loss(self, params: Params, batch: Batch, key: jax.Array | None = None,
+             hparams: HParams | None = None):
+        """``(cross-entropy, accuracy)`` of one batch (the model's own ``loss`` where it has one)."""
+        if self.model.loss is not None:
+            return self.model.loss(params, batch, key, hparams)
+        logits = self.logits(self._compute_params(params), batch["tokens"], key, hparams)
         logits = logits.astype(jnp.float32)
         labels, weights = batch["labels"], batch.get("weights")
         return (metrics.cross_entropy(logits, labels, weights),
                 metrics.accuracy(logits, labels, weights))
 
-    def pool_scores(self, params: Params, batch: Batch) -> tuple[jax.Array, jax.Array]:
+    def pool_scores(self, params: Params, batch: Batch,
+                    hparams: HParams | None = None) -> tuple[jax.Array, jax.Array]:
         """``(loss, accuracy)`` of ``params`` on an evaluation pool, ``train_cfg.eval_chunk``
         sequences at a time: the per-sequence scores of ``loss``, averaged over the whole pool."""
         params = self._compute_params(params)
 
         def per_row(rows):
-            logits = self.logits(params, rows["tokens"]).astype(jnp.float32)
+            logits = self.logits(params, rows["tokens"], None, hparams).astype(jnp.float32)
             return (metrics.token_nll(logits, rows["labels"]),
                     metrics.token_hits(logits, rows["labels"]))
 
@@ -214,11 +238,11 @@ class Trainer:
         return metrics.weighted_mean(nll, weights), metrics.weighted_mean(hits, weights)
 
     def evaluate(self, params: Params, task_params: Mapping[str, jax.Array],
-                 eval_key: jax.Array) -> dict[str, jax.Array]:
+                 eval_key: jax.Array, hparams: HParams | None = None) -> dict[str, jax.Array]:
         out = {}
         for i, name in enumerate(self.pools):
             batch = self.task.eval_pools[name](jax.random.fold_in(eval_key, i), task_params)
-            loss, acc = self.pool_scores(params, batch)
+            loss, acc = self.pool_scores(params, batch, hparams)
             out[f"acc/{name}"], out[f"loss/{name}"] = acc, loss
         if self.eval_fn is not None:
             out.update(self.eval_fn(params, task_params, eval_key))
@@ -228,7 +252,7 @@ class Trainer:
     def init(self, key: jax.Array, hparams: HParams) -> TrainState:
         base, _ = split_hparams(hparams)
         k_init, k_run, k_eval = jax.random.split(key, 3)
-        params = init_params(k_init, self.model_cfg, base["init_scale"])
+        params = self.model.init(k_init, base["init_scale"])
         opt_state = self.optimizer(hparams).init(params)
         return TrainState(params, opt_state, k_run, k_eval, jnp.zeros((), jnp.int32),
                           jnp.ones((), bool))
@@ -250,9 +274,9 @@ class Trainer:
         base, task_params = split_hparams(hparams)
         key, k_data, k_drop = jax.random.split(state.key, 3)
         batch = self.task.sample(k_data, task_params)
-        dropout_key = k_drop if self.model_cfg.dropout > 0 else None
+        dropout_key = k_drop if getattr(self.model_cfg, "dropout", 0.0) > 0 else None
         (loss, acc), grads = jax.value_and_grad(self.loss, has_aux=True)(
-            state.params, batch, dropout_key)
+            state.params, batch, dropout_key, hparams)
         updates, opt_state = self.optimizer(hparams).update(grads, state.opt_state, state.params)
         new_params = optax.apply_updates(state.params, updates)
         ok = (state.finite & jnp.isfinite(loss) & jnp.isfinite(optax.tree.norm(grads))
@@ -281,7 +305,7 @@ class Trainer:
         def interval(carry, _):
             carry, outs = jax.lax.scan(one_step, carry, None, length=self.train_cfg.eval_every)
             row = {"train/loss": jnp.nanmean(outs[:, 0]), "train/acc": jnp.nanmean(outs[:, 1])}
-            row.update(self.evaluate(carry.params, task_params, carry.eval_key))
+            row.update(self.evaluate(carry.params, task_params, carry.eval_key, hparams))
             row["step"], row["finite"] = carry.step, carry.finite
             return carry, row
 
@@ -295,7 +319,7 @@ class Trainer:
         return self.run(self.init(key, hparams), hparams, self.train_cfg.n_evals)
 
 
-def make_train(task: Task, model_cfg: ModelConfig, train_cfg: TrainConfig,
+def make_train(task: Task, model: Model | ModelConfig, train_cfg: TrainConfig,
                eval_fn: EvalFn | None = None) -> Trainer:
     """Build ``train(key, hparams) -> (final_state, metrics)``; see the module docstring."""
-    return Trainer(task, model_cfg, train_cfg, eval_fn)
+    return Trainer(task, model, train_cfg, eval_fn)

@@ -20,11 +20,12 @@ position per sequence, so the last layer runs at that position only (``query_los
 layers ``>= l`` (the elimination's staged candidates, ``eliminate.Staged``).
 ``theta_weights`` builds the corners straight from manifold coordinates (block ``(a, b)`` of
 ``W_KQ`` is ``sum_s theta_abs S_s``), so a projected model never materialises a
-``[d_model, d_model]`` matrix; ``TruncatedTrainer`` is ``mechjax.training.train.Trainer`` with this loss
+``[d_model, d_model]`` matrix; ``truncated_model`` is the trainer's ``Model`` with this loss
 (for training the IMIR model of a frame).
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Mapping
 
 import jax
@@ -32,8 +33,8 @@ import jax.numpy as jnp
 
 from mechjax.analysis.imir.manifold.basis import Basis, Frame
 from mechjax.models.config import ModelConfig
+from mechjax.models.protocol import Model, transformer_model
 from mechjax.metrics import token_hits, token_nll
-from mechjax.training.train import Trainer
 
 Params = Mapping[str, jax.Array]
 
@@ -176,25 +177,26 @@ def theta_weights(basis: Basis, theta: jax.Array, layers: tuple[int, ...] | None
     return {k: (jnp.stack(v) if isinstance(v, list) else v) for k, v in out.items()}
 
 
-class TruncatedTrainer(Trainer):
-    """``Trainer`` whose loss comes from ``query_loss_and_accuracy`` (the same numbers, less
-    work) for ``imir_config(frame)`` models: frozen frame embeddings and ``W_OV``, block-list
-    batches (one weighted position per sequence, ``task.readout=None``)."""
+def truncated_model(frame: Frame, cfg: ModelConfig) -> Model:
+    """The ``imir_config(frame)`` transformer as a ``Model`` whose logits and loss come from
+    ``truncated_forward`` / ``query_loss_and_accuracy`` (the same numbers, less work): frozen
+    frame embeddings and ``W_OV``, block-list batches (one weighted position per sequence, so a
+    task read at a fixed position is refused)."""
+    check_frame(frame)
+    not_frozen = [k for k in ("embed.W_E", "pos_embed.W_pos", "blocks.0.attn.W_OV")
+                  if not cfg.is_frozen(k)]
+    if not_frozen:
+        raise ValueError(f"the truncated IMIR model needs frozen frame weights (not frozen: "
+                         f"{not_frozen})")
 
-    def __init__(self, frame: Frame, *args, **kwargs):
-        check_frame(frame)
-        super().__init__(*args, **kwargs)
-        frozen = [k for k in ("embed.W_E", "pos_embed.W_pos", "blocks.0.attn.W_OV")
-                  if not self.model_cfg.is_frozen(k)]
-        if frozen or self.task.readout is not None:
-            raise ValueError(f"TruncatedTrainer needs frozen frame weights (not frozen: {frozen})"
-                             f" and a task read through its weights (readout={self.task.readout})")
-        self.frame = frame
+    def logits(params, tokens, readout, key, hparams, fast):
+        del key, hparams, fast  # the IMIR model has no dropout and no traced settings
+        if readout is not None:
+            raise ValueError(f"the truncated IMIR model reads the task through its weights "
+                             f"(readout=None), not at position {readout}")
+        return truncated_forward(params, tokens, frame, cfg)
 
-    def logits(self, params, tokens, key=None):
-        del key  # the IMIR model has no dropout
-        return truncated_forward(params, tokens, self.frame, self.model_cfg)
-
-    def loss(self, params, batch, key=None):
-        del key
-        return query_loss_and_accuracy(params, batch, self.frame, self.model_cfg)
+    return dataclasses.replace(
+        transformer_model(cfg), logits=logits, fast_readout=None,
+        loss=lambda params, batch, key, hparams: query_loss_and_accuracy(params, batch, frame,
+                                                                         cfg))
