@@ -57,3 +57,14 @@ def test_hook_jacobians_through_the_model():
         steps = eps * jnp.eye(16)
         fd = jax.jit(jax.vmap(lambda e: (out(e) - out(-e)) / (2 * eps), out_axes=-1))(steps)
         np.testing.assert_allclose(jac[:, 0], fd, atol=1e-6)
+
+
+def test_activations_at_a_misspelt_hook_name_raise_one_line_with_near_matches():
+    cfg, params, tokens = tiny_model(1)
+    with pytest.raises(KeyError) as err:
+        ace.activations(params, tokens[:4], cfg, "blocks.0.hook_resid_pots")
+    message = str(err.value)
+    assert "\n" not in message and "'blocks.0.hook_resid_pots'" in message
+    assert "near matches: blocks.0.hook_resid_post" in message
+    with pytest.raises(KeyError, match="near matches: blocks.0.hook_resid_post"):
+        ace.hook_jacobians(params, tokens[:2], cfg, "blocks.0.hook_resid_pots", 0)

@@ -96,3 +96,28 @@ def test_vmap_over_seeds_and_jacobian_through_hook():
 def test_unknown_hook_name_lists_valid_ones(params):
     with pytest.raises(KeyError, match="blocks.0.hook_resid_pre"):
         run_with_hooks(params, TOKENS, CFG, {"blocks.0.resid_pre": zero_ablate})
+
+
+@pytest.mark.parametrize("names_filter", [["blocks.0.hook_resid_pst"], "blocks.0.hook_resid_pst",
+                                          iter(["hook_embed", "blocks.0.hook_resid_pst"])])
+def test_a_listed_cache_name_that_is_no_hook_point_raises_with_near_matches(params, names_filter):
+    with pytest.raises(KeyError) as err:
+        run_with_cache(params, TOKENS, CFG, names_filter=names_filter)
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("unknown hook name 'blocks.0.hook_resid_pst'")
+    assert "near matches: blocks.0.hook_resid_post" in message
+    assert isinstance(err.value, ValueError)  # a bad argument, whichever the caller catches
+
+
+def test_a_hook_name_with_no_near_match_says_so_in_one_line(params):
+    with pytest.raises(KeyError, match=r"'resid' \(no near match\); hook_names\(cfg\) lists all"):
+        run_with_hooks(params, TOKENS, CFG, {"resid": zero_ablate})
+    with pytest.raises(KeyError, match=r"unknown hook names 'a' .*, 'b' "):
+        run_with_hooks(params, TOKENS, CFG, {}, names_filter=["hook_embed", "a", "b"])
+
+
+def test_valid_listed_names_and_predicates_are_not_refused(params):
+    _, cache = run_with_cache(params, TOKENS, CFG, names_filter=iter(["hook_embed"]))
+    assert list(cache) == ["hook_embed"]
+    _, cache = run_with_cache(params, TOKENS, CFG, names_filter=lambda n: n == "no_such_hook")
+    assert cache == {}  # a predicate may match nothing

@@ -193,8 +193,8 @@ def test_init_state_gets_the_seed_index():
         seen.append(seed_index.shape)
         return start_from(trainer, stacked)(key, hparams, seed_index)
 
-    # lr 0: the parameters stay where they started, so each seed must hold its own row
-    res = run_sweep(trainer, [5, 6, 7], {"lr": 0.0}, None, init_state=init_state,
+    # lr 1e-30 (lr must be > 0): the parameters stay where they started, so each seed must hold its own row
+    res = run_sweep(trainer, [5, 6, 7], {"lr": 1e-30}, None, init_state=init_state,
                     log_every_chunk=False)
     assert seen == [()]  # traced once, per seed and grid point
     for k, v in stacked.items():

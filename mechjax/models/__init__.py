@@ -19,12 +19,12 @@ defined on.
 from mechjax.models import attention_rate, fastpath, generate, hooks, icl_minimal, transformer
 from mechjax.models.config import ConfigError, ModelConfig
 from mechjax.models.protocol import Model, as_model, transformer_model
-from mechjax.models.hooks import (hook_names, mean_ablate, patch, project_onto, run_with_cache,
-                                  run_with_hooks, zero_ablate)
+from mechjax.models.hooks import (HookNameError, check_hook_names, hook_names, mean_ablate, patch,
+                                  project_onto, run_with_cache, run_with_hooks, zero_ablate)
 from mechjax.models.transformer import (Params, apply, count_params, forward, init_params,
                                         param_shapes)
 
-__all__ = ["ConfigError", "Model", "ModelConfig", "Params", "as_model", "transformer_model", "apply", "attention_rate", "count_params",
+__all__ = ["ConfigError", "HookNameError", "Model", "ModelConfig", "Params", "as_model", "transformer_model", "apply", "attention_rate", "check_hook_names", "count_params",
            "fastpath", "forward", "generate", "hook_names", "hooks", "icl_minimal",
            "init_params", "mean_ablate", "param_shapes", "patch", "project_onto",
            "run_with_cache", "run_with_hooks", "transformer", "zero_ablate"]

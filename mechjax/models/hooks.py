@@ -17,6 +17,8 @@ Hook points (shape comments; b batch, p/q/k positions, h heads, e d_head, d d_mo
 """
 from __future__ import annotations
 
+import difflib
+import functools
 from typing import Callable, Iterable, Mapping
 
 import jax
@@ -40,8 +42,28 @@ def _as_predicate(names_filter: NamesFilter) -> Callable[[str], bool]:
     return lambda name: name in names
 
 
+class HookNameError(KeyError, ValueError):
+    """A hook name that is not a hook point of the model; one line naming the near matches."""
+
+    def __str__(self) -> str:  # KeyError's own would quote the message
+        return str(self.args[0])
+
+
 def hook_names(cfg: ModelConfig, tokens_shape: tuple[int, int] = (1, 1)) -> list[str]:
     """Every hook point that the forward pass of ``cfg`` visits, in execution order."""
+    try:
+        return list(_cached_hook_names(cfg, tuple(tokens_shape)))
+    except TypeError:  # a config holding a list is not hashable: no cache
+        return _traced_hook_names(cfg, tuple(tokens_shape))
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_hook_names(cfg: ModelConfig, tokens_shape: tuple[int, int]) -> tuple[str, ...]:
+    # every checked call would otherwise trace the whole forward pass again
+    return tuple(_traced_hook_names(cfg, tokens_shape))
+
+
+def _traced_hook_names(cfg: ModelConfig, tokens_shape: tuple[int, int]) -> list[str]:
     seen: list[str] = []
 
     def record(name, x):
@@ -64,9 +86,15 @@ def run_with_hooks(params: Params, tokens: jax.Array, cfg: ModelConfig, hooks: H
     """Forward pass where ``hooks[name](x)`` replaces the activation at ``name``.
 
     Returns ``(logits, cache)``; the cache holds the (post-hook) activations picked by
-    ``names_filter`` (nothing by default). Unknown hook names raise, listing the valid ones.
+    ``names_filter`` (nothing by default). A name in ``hooks`` or in a listed ``names_filter``
+    that is not a hook point of the model raises ``HookNameError`` naming the near matches.
     """
-    _check_names(hooks, cfg, tokens.shape)
+    listed: tuple[str, ...] = ()  # names to check; a predicate is the caller's to get right
+    if isinstance(names_filter, str):
+        listed = (names_filter,)
+    elif names_filter is not None and not callable(names_filter):
+        names_filter = listed = tuple(names_filter)  # an iterator is read once: here
+    check_hook_names(cfg, [*hooks, *listed], tokens.shape)
     wanted = _as_predicate(names_filter)
     cache: dict[str, jax.Array] = {}
 
@@ -89,13 +117,25 @@ def run_with_cache(params: Params, tokens: jax.Array, cfg: ModelConfig,
                           else (lambda name: True), key)
 
 
-def _check_names(hooks: Hooks, cfg: ModelConfig, shape) -> None:
-    if not hooks:
+def check_hook_names(cfg: ModelConfig, names: Iterable[str],
+                     tokens_shape: tuple[int, ...] = (1, 1)) -> None:
+    """Raise ``HookNameError`` (one line) for any of ``names`` that is not a hook point of
+    ``cfg``, with its near matches among ``hook_names(cfg)``."""
+    names = list(names)
+    if not names:
         return
-    valid = hook_names(cfg, tuple(shape))
-    unknown = sorted(set(hooks) - set(valid))
-    if unknown:
-        raise KeyError(f"unknown hook names {unknown}; this model has {valid}")
+    valid = hook_names(cfg, tuple(tokens_shape))
+    unknown = sorted(set(names) - set(valid), key=names.index)
+    if not unknown:
+        return
+    parts = []
+    for name in unknown:
+        near = difflib.get_close_matches(str(name), valid, n=3, cutoff=0.6)
+        parts.append(f"{name!r} (near matches: {', '.join(near)})" if near
+                     else f"{name!r} (no near match)")
+    raise HookNameError(f"unknown hook name{'s' if len(unknown) > 1 else ''} "
+                        f"{', '.join(parts)}; hook_names(cfg) lists all {len(valid)} of "
+                        "this model")
 
 
 # ---- common interventions ----------------------------------------------------------------------

@@ -8,20 +8,22 @@ metrics file and the parameter snapshots. ``mechjax.sweeps.run_files`` reads the
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import zlib
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
 from jax.experimental import multihost_utils
 
-from mechjax.io import write_json, write_npz
+from mechjax.io import to_jsonable, write_json, write_npz
 from mechjax.sweeps.snapshots import snapshot_path
 from mechjax.training.train import Trainer, TrainState
 from mechjax import filecheck
 from mechjax.filecheck import RunError
+from mechjax.sweeps.workdir import WorkdirError
 
 SWEEP_FILE, MODEL_FILE, TRAIN_FILE, METRICS_FILE = ("sweep.json", "model_config.json",
                                                     "train_config.json", "metrics.npz")
@@ -35,17 +37,82 @@ def to_host(tree):
     return jax.tree.map(np.asarray, jax.device_get(tree))
 
 
+def run_files(trainer: Trainer, seeds: list[int], hparams: Mapping[str, np.ndarray],
+              chunk: int, snapshot_steps: list[int]) -> dict[str, Any]:
+    """``{file name: JSON value}`` of the run files, in the order they are written
+    (``sweep.json`` last: it marks a complete set)."""
+    values = {MODEL_FILE: trainer.model_cfg.to_dict(),
+              TRAIN_FILE: dataclasses.asdict(trainer.train_cfg),
+              SWEEP_FILE: {"seeds": seeds, "hparams": {k: v.tolist() for k, v in hparams.items()},
+                           "chunk_evals": chunk, "snapshot_steps": snapshot_steps,
+                           "task": trainer.task.name}}
+    # as a reader of the written file sees them (tuples as lists, float32 as float)
+    return {name: json.loads(json.dumps(to_jsonable(v))) for name, v in values.items()}
+
+
 def write_run_files(workdir: str, trainer: Trainer, seeds: list[int],
                     hparams: Mapping[str, np.ndarray], chunk: int,
                     snapshot_steps: list[int]) -> None:
     """What ``mechjax.sweeps.runs`` needs to rebuild the models without the experiment's code."""
     if jax.process_index() != 0:
         return
-    write_json(os.path.join(workdir, MODEL_FILE), trainer.model_cfg.to_dict())
-    write_json(os.path.join(workdir, TRAIN_FILE), dataclasses.asdict(trainer.train_cfg))
-    write_json(os.path.join(workdir, SWEEP_FILE), {
-        "seeds": seeds, "hparams": {k: v.tolist() for k, v in hparams.items()},
-        "chunk_evals": chunk, "snapshot_steps": snapshot_steps, "task": trainer.task.name})
+    for name, value in run_files(trainer, seeds, hparams, chunk, snapshot_steps).items():
+        write_json(os.path.join(workdir, name), value)
+
+
+def holds_run(workdir: str) -> bool:
+    """Whether ``workdir`` holds a sweep: its ``sweep.json`` or a checkpoint (reading only)."""
+    if os.path.exists(workdir) and not os.path.isdir(workdir):
+        raise WorkdirError(f"workdir {workdir!r} is a file, not a folder; give a folder path "
+                           "(it is created if missing)")
+    checkpoints = os.path.join(workdir, CHECKPOINT_DIR)
+    return (os.path.exists(os.path.join(workdir, SWEEP_FILE))
+            or os.path.isdir(checkpoints) and bool(os.listdir(checkpoints)))
+
+
+def check_same_run(workdir: str, files: Mapping[str, Any]) -> None:
+    """Raise ``WorkdirError`` unless ``workdir`` holds no sweep or the run of ``files``
+    (``run_files``), whose checkpoint it may then resume; reads only. A key that only one side
+    has was written by another version of mechjax and is not compared."""
+    if not holds_run(workdir):
+        return
+    redo = "pass overwrite=True to replace it (everything in the workdir is deleted) or use "
+    if not os.path.exists(os.path.join(workdir, SWEEP_FILE)):
+        raise WorkdirError(f"workdir {workdir!r} holds checkpoints but no {SWEEP_FILE}, so which "
+                           f"run they belong to is unknown; {redo}another workdir")
+    found = []
+    for name, new in files.items():
+        try:
+            with open(os.path.join(workdir, name)) as f:
+                old = json.load(f)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            found.append(f"{name} is missing or not valid JSON")
+            continue
+        found += [f"{name[:-len('.json')]}{key}: {_short(a)} -> {_short(b)}"
+                  for key, a, b in _differences(old, new)]
+    if found:
+        more = f" (and {len(found) - 4} more)" if len(found) > 4 else ""
+        raise WorkdirError(f"workdir {workdir!r} holds another run ({'; '.join(found[:4])}"
+                           f"{more}); {redo}another workdir")
+
+
+def _differences(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+    """``(dotted key, old, new)`` where two JSON values differ; keys one side lacks are skipped."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [d for k in sorted(set(old) & set(new))
+                for d in _differences(old[k], new[k], f"{path}.{k}")]
+    return [] if old == new else [(path, old, new)]
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    """A JSON value for a one-line message: floats to 6 digits, cut at ``limit`` characters."""
+    if isinstance(value, list):
+        text = "[" + ", ".join(_short(v, limit) for v in value) + "]"
+    elif isinstance(value, float):
+        text = f"{value:.6g}"
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def save_snapshot(workdir: str, step: int, state: TrainState, n_seeds: int) -> None:

@@ -9,7 +9,7 @@ import jax
 import numpy as np
 
 from mechjax.sweeps.snapshots import SnapshotPolicy
-from mechjax.training.train import Trainer
+from mechjax.training.train import Trainer, check_hparams
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,10 +31,11 @@ def full_grid(trainer: Trainer, hparams: Mapping[str, float | Sequence[float]] |
               ) -> dict[str, np.ndarray]:
     """``{name: [n_grid]}`` for every hyperparameter of the trainer (defaults filled in)."""
     defaults = trainer.default_hparams()
-    hparams = {k: np.atleast_1d(np.asarray(v, np.float32)) for k, v in (hparams or {}).items()}
-    unknown = sorted(set(hparams) - set(defaults))
+    unknown = sorted(set(hparams or {}) - set(defaults))
     if unknown:
         raise ValueError(f"unknown hyperparameters {unknown}; allowed: {sorted(defaults)}")
+    check_hparams(hparams or {})  # the values as given, before the float32 cast rounds them
+    hparams = {k: np.atleast_1d(np.asarray(v, np.float32)) for k, v in (hparams or {}).items()}
     n_grid = max([len(v) for v in hparams.values()] or [1])
     bad = {k: len(v) for k, v in hparams.items() if len(v) not in (1, n_grid)}
     if bad:

@@ -37,7 +37,7 @@ from mechjax.sweeps.log import log, log_local_seeds, log_progress
 from mechjax.sweeps.plan import SweepPlan, padded_seed_rows, plan_sweep
 from mechjax.training.train import Trainer, TrainState
 from mechjax.sweeps.vectorize import resolve_vectorize
-from mechjax.sweeps.workdir import SaveError
+from mechjax.sweeps.workdir import CONFIG_FILE, SaveError, clear
 
 SEED_AXIS = "seed"
 
@@ -160,7 +160,7 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
               workdir: str | None = None, *, chunk_evals: int | None = None,
               init_state: InitState | None = None, stop: StopPredicate | None = None,
               snapshots: SnapshotPolicy | None = None, vectorize: str = "auto",
-              log_every_chunk: bool = True) -> SweepResult:
+              log_every_chunk: bool = True, overwrite: bool = False) -> SweepResult:
     """Train every ``seed`` at every grid point of ``hparams`` (``{name: value or [n_grid]}``).
 
     Hyperparameters not given take the trainer's defaults. ``chunk_evals`` evaluation intervals
@@ -168,7 +168,10 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
     ``sweep.json``, ``model_config.json`` and ``train_config.json`` at the start, then after every
     chunk an orbax checkpoint (``checkpoints/``, resumed from on restart), ``metrics.npz`` (the
     metrics so far, see ``write_metrics``) and the parameter snapshots ``snapshots`` asks for
-    (default: the final step); ``mechjax.sweeps.runs.open(workdir)`` reads them back.
+    (default: the final step); ``mechjax.sweeps.runs.open(workdir)`` reads them back. A workdir
+    that holds another run (other model or train config, task, seeds, hyperparameter grid, chunks
+    or snapshot steps) is refused before anything is compiled or written; ``overwrite=True``
+    deletes everything in a workdir that holds a sweep and starts afresh.
 
     ``init_state(key, hparams, seed_index)`` replaces ``trainer.init``; ``seed_index`` is the
     position of the seed in ``seeds`` (e.g. to start from row ``seed_index`` of saved
@@ -177,6 +180,8 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
     (``result.stopped_early``). ``vectorize``: how seeds share a device, see ``sweep_program``.
     """
     plan = plan_sweep(trainer, seeds, hparams, chunk_evals, snapshots)
+    if workdir is not None:
+        _claim_workdir(workdir, trainer, plan, overwrite)
     mesh = seed_mesh()
     traces = [0]
     run_fn = sweep_program(trainer, plan.chunk, mesh, vectorize,
@@ -226,6 +231,22 @@ def _start(trainer: Trainer, plan: SweepPlan, mesh: jax.sharding.Mesh, grid, run
     metrics = {k: np.full((len(keys), plan.n_grid, plan.n_chunks * plan.chunk), np.nan,
                           np.float32) for k in metric_shapes}
     return _Progress(plan, state, metrics)
+
+
+def _claim_workdir(workdir: str, trainer: Trainer, plan: SweepPlan, overwrite: bool) -> None:
+    """Refuse a workdir holding another run, or clear it with ``overwrite``. This comes before
+    the checkpoint manager: one that is opened and then abandoned leaves orbax's threads to
+    print tracebacks at exit, and restoring another run's checkpoint would succeed silently
+    wherever the shapes agree."""
+    if not overwrite:  # every process checks, so each refuses by itself
+        sweep_files.check_same_run(workdir, sweep_files.run_files(
+            trainer, plan.seeds, plan.hparams, plan.chunk, plan.snapshot_steps))
+        return
+    if distributed.agree(sweep_files.holds_run(workdir)):
+        if jax.process_index() == 0:
+            clear(workdir, last=(SWEEP_FILE, CONFIG_FILE))
+        distributed.barrier("mechjax: sweep workdir cleared")
+        log(f"overwrite: deleted the run in {workdir}")
 
 
 def _open_workdir(workdir: str, trainer: Trainer, plan: SweepPlan, run: _Progress):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from mechjax.io import to_jsonable, write_json
 
@@ -83,18 +83,21 @@ def check(workdir: str, config: Mapping[str, Any], overwrite: bool = False) -> s
     return "new"
 
 
-def clear(workdir: str) -> None:
-    """Delete everything in the run folder ``workdir``; ``config.json`` goes last, so a
-    deletion cut short still leaves a folder that ``--overwrite`` recognizes as a run."""
+def clear(workdir: str, last: Sequence[str] = (CONFIG_FILE,)) -> None:
+    """Delete everything in the run folder ``workdir``; the files named in ``last`` go last, in
+    that order (those present), so a deletion cut short still leaves a folder that is recognized
+    as a run (``config.json`` for ``--overwrite``, ``sweep.json`` for ``run_sweep``)."""
     for name in sorted(os.listdir(workdir)):
-        if name == CONFIG_FILE:
+        if name in last:
             continue
         target = os.path.join(workdir, name)
         if os.path.isdir(target) and not os.path.islink(target):
             shutil.rmtree(target)
         else:
             os.remove(target)
-    os.remove(os.path.join(workdir, CONFIG_FILE))
+    for name in last:
+        if os.path.exists(os.path.join(workdir, name)):
+            os.remove(os.path.join(workdir, name))
 
 
 def _diff_keys(a: Any, b: Any, prefix: str = "") -> set[str]:

@@ -42,6 +42,8 @@ def activations(params: Params, tokens: Array, cfg: ModelConfig, hook_name: str,
     per forward pass (``mechjax.chunks``; None: all at once).
 
     ``position=None`` stacks every position (``[b * p, D]``); an int picks one (``[b, D]``).
+    A ``hook_name`` that is no hook point of ``cfg`` raises ``HookNameError`` (a ``KeyError``)
+    naming its near matches.
     """
     def read(toks):
         _, cache = run_with_cache(params, toks, cfg, names_filter=hook_name)
