@@ -51,8 +51,23 @@ def test_quickstart_groks_end_to_end_then_refuses_other_config(tmp_path, capsys)
     for i, reported in enumerate(summary["fourier/top5_energy_fraction"]):
         assert top5_fraction(first[i]) < 0.65 < 0.8 < top5_fraction(last[i])
         assert reported == pytest.approx(top5_fraction(last[i]), rel=1e-5)
-    assert sorted(os.listdir(wd / "figures")) == ["accuracy.png", "embedding_spectrum.png",
+    assert sorted(os.listdir(wd / "figures")) == ["accuracy.png", "core_cca.png",
+                                                 "core_overlap.png", "embedding_spectrum.png",
                                                  "loss.png"]
+    # Each grokked seed's ACE core at the last block's output carries the answer: projected on
+    # the core the model keeps its held-out accuracy, with the core removed it falls to chance
+    # (1/23); the core is a few Fourier dimensions of 16. An unvalidated or wrongly read core
+    # (another hook, another seed's basis) fails one of these by a wide margin.
+    full = summary["acc/test"]["per_seed"]
+    for only, removed, full_acc, rank in zip(summary["ace/acc_core_only"]["per_seed"],
+                                             summary["ace/acc_core_removed"]["per_seed"], full,
+                                             summary["ace/core_rank"]["per_seed"]):
+        assert only >= full_acc - 0.02 and removed <= 0.15 and 2 <= rank <= 10
+    assert 0.0 <= summary["ace/overlap_offdiag_mean"] <= 1.0
+    assert 0.0 <= summary["ace/cca_offdiag_mean"] <= 1.0
+    assert summary["ace/overlap_chance"] == pytest.approx(
+        np.mean(summary["ace/core_rank"]["per_seed"]) / 16)
+    assert f"CCA {summary['ace/cca_offdiag_mean']:.2f}" in summary["ace/reading"]
     assert os.listdir(wd / "checkpoints")
 
     # The same config again resumes from the final checkpoint, retrains nothing and gives the
