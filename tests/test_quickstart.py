@@ -56,7 +56,7 @@ def test_quickstart_groks_end_to_end_then_refuses_other_config(tmp_path, capsys)
                                                  "loss.png"]
     # Each grokked seed's ACE core at the last block's output carries the answer: projected on
     # the core the model keeps its held-out accuracy, with the core removed it falls to chance
-    # (1/23); the core is a few Fourier dimensions of 16. An unvalidated or wrongly read core
+    # (1/23); the core is a few Fourier dimensions of 32. An unvalidated or wrongly read core
     # (another hook, another seed's basis) fails one of these by a wide margin.
     full = summary["acc/test"]["per_seed"]
     for only, removed, full_acc, rank in zip(summary["ace/acc_core_only"]["per_seed"],
@@ -66,7 +66,7 @@ def test_quickstart_groks_end_to_end_then_refuses_other_config(tmp_path, capsys)
     assert 0.0 <= summary["ace/overlap_offdiag_mean"] <= 1.0
     assert 0.0 <= summary["ace/cca_offdiag_mean"] <= 1.0
     assert summary["ace/overlap_chance"] == pytest.approx(
-        np.mean(summary["ace/core_rank"]["per_seed"]) / 16)
+        np.mean(summary["ace/core_rank"]["per_seed"]) / 32)  # d_model 32
     assert f"CCA {summary['ace/cca_offdiag_mean']:.2f}" in summary["ace/reading"]
     assert os.listdir(wd / "checkpoints")
 
