@@ -1,4 +1,4 @@
-"""Matrix decompositions that never deadlock XLA's CPU thread pool (issue 17, BUILD_NOTES.md).
+"""Matrix decompositions that never deadlock XLA's CPU thread pool (docs/design.md).
 
 On CPU, jaxlib's LAPACK custom calls (``gesdd``, ``syevd``, ``geqrf``, ``geev``, ``potrf``,
 ``trsm``, ``getrf``) split a *batch* of matrices into chunks, schedule the chunks on XLA's intra-op
@@ -12,7 +12,7 @@ The functions here are ``jnp.linalg``'s with the same arguments and results, but
 of matrices -- leading axes, or axes added by ``vmap`` -- is computed one matrix per LAPACK call
 in a ``lax.map`` loop. Each matrix goes through the same LAPACK routine with the same workspace,
 so float64 results are bitwise those of the batched call; the matrices in mechjax's analyses are
-small (d_model-sized), so the loop costs little (measured in BUILD_NOTES.md). Elsewhere (GPU, TPU)
+small (d_model-sized), so the loop costs little (measured; docs/design.md). Elsewhere (GPU, TPU)
 the batched solvers are used unchanged. Every decomposition in mechjax goes through this module.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 
 Array = jax.Array
-UNROLL = 16  # single-matrix calls per loop iteration (measured in BUILD_NOTES.md)
+UNROLL = 16  # single-matrix calls per loop iteration (measured; docs/design.md)
 
 
 def _on_cpu() -> bool:

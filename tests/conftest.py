@@ -12,7 +12,7 @@ REFERENCE = os.path.join(os.path.dirname(REPO), "shared", "reference", "assign_a
 # four experiment test files, 359 s -> 205 s of user time, every test passing; numbers equal to
 # float rounding). Set before anything imports jax. MECHJAX_TEST_FULL_OPT=1 keeps XLA's defaults.
 # --xla_cpu_use_fusion_emitters=false: XLA's older loop emitters, ~3x less compile time on the
-# suite's programs (h29r: test_train's two programs 3.62 / 4.23 s -> 1.03 / 1.20 s of compile;
+# suite's programs (measured: test_train's two programs 3.62 / 4.23 s -> 1.03 / 1.20 s of compile;
 # four experiment files cold, 102.8 -> 66.3 s of user CPU, every test passing).
 FAST_COMPILE = {"XLA_FLAGS": "--xla_backend_optimization_level=0 "
                              "--xla_llvm_disable_expensive_passes=true "
@@ -130,7 +130,7 @@ def pyplot():
 # modules run heaviest first, each whole on one worker (xdist's ``loadscope``: a module's fixtures
 # are built once), so the light ones fill the end and both workers finish together; with
 # xdist's default ``load``, a long module last leaves the other worker idle for its length.
-MODULE_SECONDS = {  # the 824 s cold run of 03522c9, corrected by stop 39's and stop 40's per-file CPU seconds
+MODULE_SECONDS = {  # an 824 s cold run, corrected by later per-file CPU seconds
     "test_imir_phase.py": 100, "test_assign_add_experiment.py": 70, "test_ace_grokking.py": 70,
     "test_ace_agreement.py": 45, "test_sweep.py": 40, "test_grokking_law_experiment.py": 35,
     "test_imir_detect_experiment.py": 30, "test_imir_detect_recall.py": 30,

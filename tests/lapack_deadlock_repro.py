@@ -1,4 +1,5 @@
-"""Minimal reproduction of issue 17: concurrent batched LAPACK calls deadlock XLA's CPU pool.
+"""Minimal reproduction of the LAPACK deadlock (docs/design.md): concurrent batched LAPACK
+calls deadlock XLA's CPU pool.
 
     python tests/lapack_deadlock_repro.py --impl=jnp      # jnp.linalg.svd: hangs (exit 75)
     python tests/lapack_deadlock_repro.py --impl=mechjax  # mechjax.linalg.svd: completes (exit 0)

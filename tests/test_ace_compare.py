@@ -58,3 +58,31 @@ def test_weight_cosine():
     stacked = {k: jnp.stack([v, -v, 2 * v]) for k, v in params.items()}
     np.testing.assert_allclose(ace.weight_cosine_matrix(stacked),
                                [[1, -1, 1], [-1, 1, -1], [1, -1, 1]], atol=1e-5)
+
+
+def _cores_sharing_four_signals(n=3000, seed=10):
+    """Coordinates ``[2, N, 6]`` of two rank-4 cores (zero past the rank): the same four signals,
+    the second model's in another order and noisy, so its first two coordinates carry the first
+    model's last two."""
+    rng = np.random.default_rng(seed)
+    s = rng.normal(size=(n, 4))
+    z = np.zeros((2, n, 6))
+    z[0, :, :4] = s
+    z[1, :, :4] = s[:, [2, 3, 0, 1]] + 0.5 * rng.normal(size=(n, 4))
+    return jnp.asarray(z, jnp.float32), jnp.array([4, 4])
+
+
+def test_cca_refuses_coordinates_that_cut_the_cores_short():
+    z, ranks = _cores_sharing_four_signals()
+    whole = float(ace.cca_matrix(z, ranks)[0, 1])
+    assert whole == pytest.approx(1 / math.sqrt(1.25), abs=0.02)  # signal / (signal + noise)
+    with pytest.raises(ValueError, match=r"keep_coords=2 is below the core rank 4; pass "
+                                         r"allow_truncation=True"):
+        ace.cca_matrix(z[..., :2], ranks)
+    # Asked for, the first two coordinates alone give another number.
+    assert float(ace.cca_matrix(z[..., :2], ranks, allow_truncation=True)[0, 1]) < 0.1
+    # Under jit the ranks are traced: the pairs that would be cut short come back NaN instead.
+    assert np.isnan(np.asarray(jax.jit(ace.cca_matrix)(z[..., :2], ranks))).all()
+    assert float(jax.jit(ace.cca_matrix)(z, ranks)[0, 1]) == pytest.approx(whole, abs=1e-5)
+    per_stack = jax.vmap(ace.cca_matrix)(jnp.stack([z, z]), jnp.stack([ranks, ranks]))
+    np.testing.assert_allclose(per_stack[:, 0, 1], whole, atol=1e-5)

@@ -44,7 +44,7 @@ def test_tiny_groks_and_its_core_is_sufficient_and_necessary_then_resumes(tmp_pa
     # The grokked model's core (final weight-decay-1 checkpoint, core dimension max(r_energy,
     # r_nec)) is a proper subspace of the residual stream that carries the answer by itself
     # (sufficient: core-only accuracy at full accuracy) and that the model needs (necessary:
-    # with it removed, accuracy at or below 2/p, SPEC 2.1's threshold). A wrong basis or a wrong
+    # with it removed, accuracy at or below 2/p, the paper's threshold). A wrong basis or a wrong
     # intervention fails one of the three: the whole residual (core_dim = d_model) passes both
     # interventions trivially, and a subspace that is not the computing one fails them.
     full = saved["acc/test_final_wd1"]["per_seed"]

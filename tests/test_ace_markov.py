@@ -23,7 +23,7 @@ def test_tiny_end_to_end(tmp_path):
         assert set(saved[key]) == set(STAT_KEYS)
         assert len(saved[key]["per_seed"]) == n
     # The core is sufficient (keeping only it keeps the accuracy) and necessary (removing it
-    # drops the accuracy to about chance, 1 / 4), seed by seed (SPEC 2.2).
+    # drops the accuracy to about chance, 1 / 4), seed by seed (docs/ace.md).
     for full, only, removed in zip(*(saved[f"acc/{k}"]["per_seed"]
                                      for k in ("full", "core_only", "core_removed"))):
         assert only >= full - 0.02 and removed < 0.35, (full, only, removed)

@@ -2,6 +2,8 @@
 against one-model calls, the two validations against each other, and bad pipelines refused."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import jax
@@ -9,7 +11,9 @@ import jax.numpy as jnp
 
 from mechjax.analysis import ace
 from mechjax.studies import grokking_core as gc
-from mechjax.models.transformer import init_params
+from mechjax.models.config import ModelConfig
+from mechjax.models.hooks import run_with_hooks
+from mechjax.models.transformer import apply, init_params
 
 P = 13
 D = 16
@@ -165,7 +169,7 @@ def test_a_jacobian_tail_needs_its_samples():
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"tail": "softmax"}, "tail='softmax'"),
-    ({"validation": "rank_scan", "tail": "logits"}, "rank_scan"),
+    ({"scan_batch": 0}, "scan_batch=0"),
     ({"identify": "markov", "position": -1}, "position=-1"),
     ({"identify": "shift"}, "identify='shift'"),
     ({"tau": 0.0}, "tau=0.0"),
@@ -182,3 +186,68 @@ def test_jacobian_samples_are_distinct_pairs_and_refuse_too_many():
     assert sorted(seqs[np.arange(12), pos].tolist()) == list(range(12))  # every pair, once
     with pytest.raises(ValueError, match="n=13"):
         ace.jacobian_samples(tokens, 13, seed=0)
+
+
+def _pre_ln_model(p=7, d=16, k=3):
+    """A model with a final LayerNorm (pre-LN) whose unembedding reads ``k`` directions, on every
+    pair ``(a, b)``, labelled with its own answers at the last position (full accuracy 1),
+    Jacobians sampled there."""
+    cfg = ModelConfig(n_layers=1, d_model=d, n_heads=2, d_mlp=32, d_vocab=p, n_ctx=2,
+                      normalization="pre")
+    params = init_params(jax.random.PRNGKey(1), cfg, 3.0)
+    rng = np.random.default_rng(1)
+    params["unembed.W_U"] = jnp.asarray(rng.normal(size=(d, k)) @ rng.normal(size=(k, p)),
+                                        jnp.float32)
+    tokens = _all_pairs(p).tokens
+    labels = jnp.argmax(apply(params, tokens, cfg)[:, -1], -1)
+    pos = jnp.full((tokens.shape[0],), 1, jnp.int32)
+    return cfg, params, ace.Inputs(tokens, labels, tokens, pos)
+
+
+def _accuracy_by_hand(params, inputs, cfg, hook_name, hook_fn):
+    logits, _ = run_with_hooks(params, inputs.tokens, cfg, {hook_name: hook_fn})
+    return float((jnp.argmax(logits[:, -1], -1) == inputs.labels).mean())
+
+
+@pytest.mark.parametrize("hook_name", ["blocks.0.hook_resid_mid", "blocks.0.hook_resid_post"])
+def test_rank_scan_through_a_final_layer_norm_gives_r_nec_and_r_suf(hook_name):
+    cfg, params, inputs = _pre_ln_model()
+    pipe = ace.Pipeline(hook_name=hook_name, position=-1, tail="logits", validation="rank_scan",
+                        identify="cyclic_shift", tau=0.9)
+    out = ace.analyse(params, inputs, cfg, pipe)
+    only, removed = (np.asarray(x) for x in out.scan)
+    assert only.shape == removed.shape == (cfg.d_model + 1,)
+    nec, suf, full = int(out.r_nec), int(out.r_suf), float(out.accuracy["full"])
+    assert out.r_nec.dtype == out.r_suf.dtype == jnp.int32 and full == 1.0
+    # r_suf: the first rank whose core-only accuracy reaches the full model's.
+    assert only[suf] >= full - pipe.suf_tol and (only[:suf] < full - pipe.suf_tol).all()
+    # r_nec: the first rank from the energy rank on whose core-removed accuracy is at chance.
+    rank = int(out.core.rank)
+    assert nec >= rank and removed[nec] <= 2.0 / cfg.vocab_out
+    assert (removed[rank:nec] > 2.0 / cfg.vocab_out).all()
+    assert int(out.core_dim) == max(rank, nec)
+    assert 0 < suf < cfg.d_model and 0 < nec < cfg.d_model
+    # The scan agrees with interventions by hand through the model's hooks and real tail.
+    only_by_hand = _accuracy_by_hand(params, inputs, cfg, hook_name,
+                                     ace.core_only_hook(ace.mask_basis(out.core.basis, suf)))
+    removed_by_hand = _accuracy_by_hand(params, inputs, cfg, hook_name,
+                                        ace.core_removed_hook(ace.mask_basis(out.core.basis, nec)))
+    assert only[suf] == pytest.approx(only_by_hand) and removed[nec] == pytest.approx(
+        removed_by_hand)
+
+
+def test_kept_coordinates_default_to_the_whole_core():
+    h, labels, w_u, b_u = planted([1, 3], nuisance=2.0)
+    out = ace.analyse_linear(h, labels, w_u, b_u, SHIFT)
+    r = int(out.core_dim)
+    assert r == 4 and out.coords.shape == (P * P, D)  # every column; those past the rank zero
+    np.testing.assert_allclose(out.coords[:, :r], h @ out.core.basis[:, :r], atol=1e-5)
+    np.testing.assert_array_equal(out.coords[:, r:], 0.0)
+    assert ace.analyse_linear(h, labels, w_u, b_u,
+                              dataclasses.replace(SHIFT, keep_coords=0)).coords is None
+    # Fewer coordinates than the rank: comparing them is refused unless asked for.
+    cut = ace.analyse_linear(h, labels, w_u, b_u, dataclasses.replace(SHIFT, keep_coords=2))
+    with pytest.raises(ValueError, match="keep_coords=2 is below the core rank 4"):
+        ace.cca_matrix(jnp.stack([cut.coords] * 2), jnp.stack([cut.core_dim] * 2))
+    whole = ace.cca_matrix(jnp.stack([out.coords] * 2), jnp.stack([out.core_dim] * 2))
+    np.testing.assert_allclose(whole, 1.0, atol=1e-4)

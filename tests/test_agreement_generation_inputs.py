@@ -1,4 +1,4 @@
-"""What the generation-flipping measurement reads and judges (issue 28): prompts without BOS by
+"""What the generation-flipping measurement reads and judges: prompts without BOS by
 default, and the first-slot judge on hand-made generated token rows decoded as the run decodes
 them. No model is run: seconds."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""Agreement prompts (SPEC 2.7): counts, balance, grammar of each template, determinism, held-out
+"""Agreement prompts (ACE paper): counts, balance, grammar of each template, determinism, held-out
 combinations, tokenization and the verb ids."""
 import random
 import re
@@ -68,7 +68,7 @@ def test_render_exact_cases():
     rng = random.Random(0)
     assert ag.render("keys", "cabinet", "to the", "base", "present", rng) == \
         "The keys to the cabinet"
-    # SPEC 2.7's "There H C A" and the authors' inner relative clause, and the older wordings
+    # the ACE paper's "There H C A" and the authors' inner relative clause, and the older wordings
     assert ag.render("man", "desks", "next to the", "there", "past", rng) == \
         "In the past, there man next to the desks"
     assert ag.render("man", "desks", "next to the", "there", "present", rng,

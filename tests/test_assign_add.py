@@ -1,5 +1,5 @@
 """Assign-and-Add generator: every batch is decoded by an independent numpy parser and checked
-against the task's rules (SPEC 1.1-1.2); reference checkpoints pin the generator to the authors'."""
+against the paper's task and partitions; reference checkpoints pin the generator to the authors'."""
 from __future__ import annotations
 
 import json
@@ -17,7 +17,7 @@ from conftest import PYTHON, REPO, run_module_env
 
 # ---- an independent decoder ---------------------------------------------------------------------
 def decode(row) -> dict:
-    """Parse one sequence by the SPEC's rules; raise AssertionError on any violation."""
+    """Parse one sequence by the task's rules; raise AssertionError on any violation."""
     row = [int(t) for t in row]
     assert len(row) == 16
     prefix, query = row[:12], row[12:]
@@ -214,7 +214,7 @@ def test_exhaustive_sets(split):
         decode(row)
 
 
-def test_spec_example_and_decoding_helpers():
+def test_worked_example_and_decoding_helpers():
     names = "PAD PAD a 40 PAD j 18 PAD PAD PAD k 9 + a 27 =".split()
     ids = {str(i): i for i in range(aa.P)} | {"+": aa.PLUS, "=": aa.EQ, "PAD": aa.PAD}
     ids |= {v: aa.var_token(v) for v in aa.VAR_NAMES}
@@ -226,8 +226,8 @@ def test_spec_example_and_decoding_helpers():
 
 
 # ---- reference checkpoints -----------------------------------------------------------------------
-def test_reference_checkpoints_reproduce_spec_numbers(reference_dir, split):
-    """SPEC 1.4 accuracies: final 0-var held-out, and the phase-2 and phase-3 jumps."""
+def test_reference_checkpoints_reproduce_released_accuracies(reference_dir, split):
+    """The released run's accuracies: final 0-var held-out, and the phase-2 and phase-3 jumps."""
     from experiments.assign_add.evaluate import correct, predict_fn
     from mechjax.interop.weights import load_npz
     cfg = aa.model_config()

@@ -136,8 +136,9 @@ REFERENCE_STEPS = (1, 1001, 3001, 5301, 5401, 10001, 14501, 16001)  # + "final",
 
 def reference_sweep(reference):
     """A stand-in for ``run_sweep`` that "trains" one seed into the authors' checkpoints: its
-    metrics are the trainer's own evaluation of each checkpoint (in order, the final one last)
-    and its final parameters are the authors' final model, whose mechanism SPEC 1.4 reports."""
+    metrics are the trainer's own evaluation of each checkpoint (in order, the final one last) and
+    its final parameters are the authors' final model, whose mechanism docs/assign_add.md
+    reports."""
     from mechjax.sweeps.sweep import SweepResult
     from mechjax.training.train import split_hparams
     from mechjax.interop.weights import load_npz
@@ -163,14 +164,15 @@ def reference_sweep(reference):
 @pytest.mark.timeout(600)  # the whole analysis of a tiny run at the checkpoints' d_model 128
 def test_the_run_reports_the_authors_models_mechanism(tmp_path, monkeypatch, reference_dir):
     """The job's whole analysis path (phase detection, the final analysis of every seed, the
-    summary's keys) on the authors' checkpoints, whose mechanism SPEC 1.4 gives: the layer-2 MLP
-    input matches its literal twin (cosine 0.973 vs 0.14 mismatched), the most active MLP neuron
-    is explained by one frequency (k = 11, EVR 0.96), QK2 is diagonal on all 12 variables, the
-    variable probe and the OV2 -> MLP2 path are exact, and the phases come in order."""
+    summary's keys) on the authors' checkpoints, whose mechanism the released run shows: the
+    layer-2 MLP input matches its literal twin (cosine 0.973 vs 0.14 mismatched), the most active
+    MLP neuron is explained by one frequency (k = 11, EVR 0.96), QK2 is diagonal on all 12
+    variables, the variable probe and the OV2 -> MLP2 path are exact, and the phases come in
+    order."""
     monkeypatch.setattr(run, "run_sweep", reference_sweep(reference_dir))
     config = tiny.get_config()
     config.n_seeds = 1
-    config.model.d_model, config.model.d_mlp = 128, 512  # SPEC 1.3, the checkpoints' shapes
+    config.model.d_model, config.model.d_mlp = 128, 512  # the paper's, the checkpoints' shapes
     config.analysis.final_size = 256
     summary = run_watched(run.run, config, str(tmp_path / "aa"))
     one = {k: v["per_seed"][0] for k, v in summary.items()
@@ -183,7 +185,7 @@ def test_the_run_reports_the_authors_models_mechanism(tmp_path, monkeypatch, ref
     assert one["qk2/diag_count"] == 12 and one["qk1/prev_token"] == 1.0
     assert one["probe/final"] > 0.99 and one["ov_mlp/accuracy"] > 0.99
     assert one["acc/exact_0var_heldout"] > 0.99 and one["acc/exact_2var_union"] > 0.95
-    # SPEC's phases, in order: addition generalizes before variable binding, binding before
+    # the paper's phases, in order: addition generalizes before variable binding, binding before
     # the positional refinement
     p1, p2, p3 = (one[f"phase{i}_step"] for i in (1, 2, 3))
     assert None not in (p1, p2, p3) and p1 < p2 < p3, (p1, p2, p3)

@@ -1,5 +1,6 @@
-"""Assign-and-Add mechanism analyses: planted answers recovered exactly, then the SPEC 1.4 numbers
-on the authors' checkpoints (tolerances around what these functions measure)."""
+"""Assign-and-Add mechanism analyses: planted answers recovered exactly, then the released run's
+mechanism numbers on the authors' checkpoints (docs/assign_add.md; tolerances around what these
+functions measure)."""
 from __future__ import annotations
 
 import dataclasses
@@ -96,13 +97,13 @@ def summary():
 def test_final_checkpoint_mechanism_numbers(summary):
     s, params = summary
     final = {k: v["final"] for k, v in s.items()}
-    # SPEC: 0.973 matched vs 0.14 mismatched; we measure 0.974 / 0.12 (1-var vs literal twin)
+    # reference: 0.973 matched vs 0.14 mismatched; we measure 0.974 / 0.12 (1-var vs literal twin)
     assert abs(final["mlp_in_cos_matched"] - 0.973) < 0.015
     assert abs(final["mlp_in_cos_mismatched"] - 0.14) < 0.06
-    # SPEC 0.986: literal operands (0.988 measured); variable operands give 0.956
+    # reference 0.986: literal operands (0.988 measured); variable operands give 0.956
     assert abs(final["attn_out_cos_literal"] - 0.986) < 0.01
     assert 0.93 < final["attn_out_cos_variable"] < 0.98
-    # SPEC: EVR 0.96 at k = 11 -> the most active neuron (#70); the best fit overall is 0.969 at k=2
+    # reference: EVR 0.96 at k = 11 -> the most active neuron (#70); best fit overall: 0.969, k=2
     assert final["fourier_top_k"] == 11 and abs(final["fourier_top_evr"] - 0.96) < 0.01
     assert final["fourier_max_evr"] >= final["fourier_top_evr"]
     assert final["qk2_diagonal_count"] == 12.0
@@ -117,8 +118,8 @@ def test_final_checkpoint_mechanism_numbers(summary):
 def test_progress_measures_over_training(summary):
     s, _ = summary
     probe = s["probe_accuracy"]
-    assert 0.5 < probe["step_1001"] < 0.8  # SPEC 0.57; ridge-probe variants give 0.41-0.71
-    assert probe["step_3001"] > 0.95 and probe["step_5401"] == 1.0  # SPEC 0.985, 1.0
+    assert 0.5 < probe["step_1001"] < 0.8  # reference 0.57; ridge-probe variants give 0.41-0.71
+    assert probe["step_3001"] > 0.95 and probe["step_5401"] == 1.0  # reference 0.985, 1.0
     qk2 = s["qk2_diagonal_count"]
     assert qk2["step_1001"] < qk2["step_5401"] < qk2["final"] == 12
     assert s["ov_mlp_accuracy"]["step_1001"] > 0.9  # addition forms first (phase 1)

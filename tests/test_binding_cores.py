@@ -7,9 +7,10 @@ layer-2 MLP input varies only in S and the core is S (or a subspace of it). Seed
 models; seeds 4-7 are the same models with the residual stream rotated by a random orthogonal Q
 (every weight that reads or writes it: the same function, the core moved to Q S). ACE must find
 two groups in the overlap (1 within, ~K/D between), while the CCA of each model with its rotated
-twin is 1 (the cores differ geometrically and match statistically, SPEC 2.4). Control: a rotation
-that keeps S (Q = Q_S + Q_rest) changes every weight as much but not the core's subspace: one
-group. Every call has the same shapes, so ACE compiles once for the file."""
+twin is 1 (the cores differ geometrically and match statistically, as the ACE paper finds across
+seeds). Control: a rotation that keeps S (Q = Q_S + Q_rest) changes every weight as much but not
+the core's subspace: one group. Every call has the same shapes, so ACE compiles once for the
+file."""
 import dataclasses
 import json
 import os

@@ -11,7 +11,7 @@ from mechjax.tasks.base import Task
 
 TINY = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3, f_r=0.4, f_v=0.2)
 
-SPECS = {
+TASKS = {
     "recall": bl.BlockListSpec(kind="recall", n_common=8, n_rare=8, n_blocks=4, burstiness=2),
     "khop2": bl.BlockListSpec(kind="khop", hops=2, n_common=12, n_rare=12, n_blocks=5),
     "khop3": bl.BlockListSpec(kind="khop", hops=3, n_common=12, n_rare=16, n_blocks=5),
@@ -45,9 +45,9 @@ def _oracle(spec, seq):
     return ctx[(ctx[:, : k - 1] == query).all(1)][0, k - 1]  # ngram, cond
 
 
-@pytest.mark.parametrize("name", sorted(SPECS))
+@pytest.mark.parametrize("name", sorted(TASKS))
 def test_sample_shapes_and_in_context_rule(name):
-    spec = SPECS[name]
+    spec = TASKS[name]
     task = bl.blocklist_task(spec, batch_size=64)
     assert isinstance(task, Task) and task.readout is None
     tp = task.params_with_defaults({"f_v": 0.0})
@@ -68,7 +68,7 @@ def test_sample_shapes_and_in_context_rule(name):
 
 
 def test_knobs_are_traced_and_vmappable():
-    spec = SPECS["recall"]
+    spec = TASKS["recall"]
     f_r = jnp.array([0.0, 0.5, 1.0])
 
     def frac_rare(fr):
@@ -85,7 +85,7 @@ def test_knobs_are_traced_and_vmappable():
 
 
 def test_iwl_pool_removes_the_answer_from_the_context():
-    spec = SPECS["recall"]
+    spec = TASKS["recall"]
     task = bl.blocklist_task(spec)
     b = task.eval_pools["iwl"](jax.random.key(0), task.params_with_defaults())
     tok, y = np.asarray(b["tokens"]), np.asarray(b["target"])
@@ -173,7 +173,7 @@ def test_rare_tokens_carry_no_identity():
     common = np.arange(TINY.n_common)
     assert (joint[common].argmax(1) == c[common]).all()
     # Monte Carlo: a rare token's targets are spread over the pool across sequences
-    spec = SPECS["recall"]
+    spec = TASKS["recall"]
     b = bl.sample(spec, jax.random.key(3), {"f_r": 1.0, "f_v": 0.0}, 20000)
     qt = np.asarray(b["tokens"])[np.arange(20000), np.asarray(b["query_pos"])]
     yt = np.asarray(b["target"])[qt == spec.rare_ids[0]]

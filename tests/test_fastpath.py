@@ -22,8 +22,8 @@ CONFIGS = {
     "attn_only_no_pos": ModelConfig(n_layers=2, d_model=16, n_heads=2, d_vocab=12, n_ctx=7,
                                     attn_only=True, positional_embedding=False),
 }
-# Normalized models with dropout, checked with a dropout key (training): SPEC 2.6's encoder
-# (post-LN, biases, no mask) and a pre-LN causal model.
+# Normalized models with dropout, checked with a dropout key (training): the ACE paper's
+# grokking encoder (post-LN, biases, no mask) and a pre-LN causal model.
 DROPOUT_CONFIGS = {
     "grokking_post_ln": ModelConfig(n_layers=2, d_model=16, n_heads=4, d_mlp=32, d_vocab=12,
                                     n_ctx=7, use_bias=True, normalization="post", dropout=0.1,

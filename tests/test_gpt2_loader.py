@@ -23,7 +23,7 @@ TOL = 1e-4
 EXTRA_REASON = "needs the torch extra (torch and transformers): pip install -e \".[torch]\""
 
 # Three small architectures covering every conversion path: several heads, vocabulary > 1000 and
-# 4 layers (the main case); an untied lm_head with exact gelu, its own d_mlp and LN eps;
+# 4 layers (the main case); an untied lm_head with exact gelu, its own d_mlp and LN eps;
 # relu with unscaled attention scores.
 CHECKPOINTS = {
     "4layer_4head": dict(n_layer=4, n_head=4, n_embd=64, vocab_size=1200, n_positions=24),

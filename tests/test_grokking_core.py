@@ -1,5 +1,5 @@
-"""SPEC 2.6's model, training clock and checkpoint schedule (the core analysis itself is tested in
-tests/test_ace_pipeline.py)."""
+"""The ACE grokking model, training clock and checkpoint schedule (the core analysis itself is
+tested in tests/test_ace_pipeline.py)."""
 from __future__ import annotations
 
 import re
@@ -13,7 +13,7 @@ from mechjax.tasks import modular
 
 
 def test_schedule_and_clock():
-    epochs = gc.checkpoint_epochs(20000)  # SPEC 2.6: every 100 to 2000, then every 500
+    epochs = gc.checkpoint_epochs(20000)  # the paper's: every 100 to 2000, then every 500
     assert epochs[:3] == [0, 100, 200] and 2000 in epochs and 2100 not in epochs
     assert epochs[-2:] == [19500, 20000] and len(epochs) == 21 + 36
     assert gc.checkpoint_epochs(250, 100, 2000, 500) == [0, 100, 200, 250]

@@ -6,7 +6,12 @@ from experiments.icl_minimal.configs import tiny
 from mechjax.models.config import ConfigError
 
 
-def test_tiny_config_burstiness_effect_in_every_seed(tmp_path):
+def test_tiny_config_context_label_shortcut_at_b_equals_n_in_every_seed(tmp_path):
+    """The tiny config sweeps B over {0, N} with N = 4. At B = N every context item is of the
+    query's class, so copying any context label answers: in every seed the B = N runs score
+    higher on the ICL probe (a context label read at random gets 0.5 there, no item matching
+    needed) and lower on the IWL probe than the B = 0 runs. This checks that shortcut and the
+    sweep's plumbing, not that an induction head forms (docs/icl_minimal.md)."""
     summary = run.run(tiny.get_config(), str(tmp_path / "w"))
     assert summary["B/traces"] == 1  # the seeds x B grid is one compiled program
     assert (tmp_path / "w" / "figures" / "B.png").exists()

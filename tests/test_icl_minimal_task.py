@@ -7,7 +7,7 @@ import pytest
 from mechjax.models.config import ConfigError
 from mechjax.tasks import icl_minimal as icl
 
-SPEC = icl.IclSpec(d=16, n_ctx=8, n_labels=8, k_max=64, k=16, burstiness=2, noise=0.1)
+TASK = icl.IclSpec(d=16, n_ctx=8, n_labels=8, k_max=64, k=16, burstiness=2, noise=0.1)
 BATCH = 4000
 
 
@@ -15,12 +15,12 @@ BATCH = 4000
 def _train_over_b(key, bs):
     """One compiled program: a training batch for every B in ``bs`` (B traced)."""
     def one(b):
-        params = dict(SPEC.default_params(), B=b)
-        return icl.sample(key, SPEC, params, BATCH)
+        params = dict(TASK.default_params(), B=b)
+        return icl.sample(key, TASK, params, BATCH)
     return jax.vmap(one)(bs)
 
 
-def test_burstiness_count_matches_spec():
+def test_query_class_count_is_burstiness_plus_chance():
     bs = jnp.array([0.0, 2.0, 4.0, 8.0])
     out = _train_over_b(jax.random.PRNGKey(0), bs)
     same = np.asarray(out["ctx_classes"] == out["query_class"][..., None]).sum(-1)  # [nb, b]
@@ -47,9 +47,9 @@ def test_bursty_context_has_every_class_b_times():
 
 
 def test_zipf_frequencies_match():
-    params = dict(SPEC.default_params(), alpha=1.0, K=8.0)
-    out = jax.jit(lambda k: icl.sample(k, SPEC, params, 20000))(jax.random.PRNGKey(1))
-    counts = np.bincount(np.asarray(out["query_class"]), minlength=SPEC.k_max)
+    params = dict(TASK.default_params(), alpha=1.0, K=8.0)
+    out = jax.jit(lambda k: icl.sample(k, TASK, params, 20000))(jax.random.PRNGKey(1))
+    counts = np.bincount(np.asarray(out["query_class"]), minlength=TASK.k_max)
     p = 1.0 / np.arange(1, 9)
     p /= p.sum()
     assert counts[8:].sum() == 0
@@ -58,9 +58,9 @@ def test_zipf_frequencies_match():
 
 
 def test_noise_and_labels():
-    params = SPEC.default_params()
-    out = icl.sample(jax.random.PRNGKey(2), SPEC, params, 500)
-    means, lvec = icl.tables(SPEC, params)
+    params = TASK.default_params()
+    out = icl.sample(jax.random.PRNGKey(2), TASK, params, 500)
+    means, lvec = icl.tables(TASK, params)
     xq = np.asarray(out["inputs"][:, -1])
     # Within-class noise 0.1: the query's nearest class mean is its own class.
     nearest = np.argmax(xq @ np.asarray(means[:16]).T, axis=1)
@@ -70,13 +70,13 @@ def test_noise_and_labels():
 
 
 def test_iwl_probe_has_no_query_class_in_context():
-    out = icl.sample(jax.random.PRNGKey(3), SPEC, SPEC.default_params(), 2000, kind="iwl")
+    out = icl.sample(jax.random.PRNGKey(3), TASK, TASK.default_params(), 2000, kind="iwl")
     assert not np.any(np.asarray(out["ctx_classes"] == out["query_class"][:, None]))
     np.testing.assert_array_equal(out["labels"], out["query_class"] % 8)
 
 
 def test_icl_probe_novel_classes_labels_in_context():
-    out = icl.sample(jax.random.PRNGKey(4), SPEC, SPEC.default_params(), 2000, kind="icl")
+    out = icl.sample(jax.random.PRNGKey(4), TASK, TASK.default_params(), 2000, kind="icl")
     assert np.all(np.asarray(out["query_class"]) < 0)  # novel: never a training class
     hits = np.asarray(out["ctx_labels"] == out["labels"][:, None]).sum(-1)
     np.testing.assert_array_equal(hits, 4)  # the query's label given by N/2 context pairs

@@ -9,14 +9,14 @@ from mechjax.analysis.imir.detection import elimination as el
 from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.tasks import blocklist as bl
 
-SPEC = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3)
+TASK = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3)
 
 
 def _setting(n_heads: int, seed: int):
-    frame = ib.make_frame(ib.TokenStructure.from_spec(SPEC), SPEC.seq_len, n_heads=n_heads)
+    frame = ib.make_frame(ib.TokenStructure.from_spec(TASK), TASK.seq_len, n_heads=n_heads)
     basis = ib.make_basis(frame)
     theta = jax.random.normal(jax.random.key(seed), (basis.size,)) * 2.0
-    batch = bl.sample(SPEC, jax.random.key(seed + 1), {"f_r": 0.5, "f_v": 0.2}, 32)
+    batch = bl.sample(TASK, jax.random.key(seed + 1), {"f_r": 0.5, "f_v": 0.2}, 32)
     return basis, theta, batch
 
 

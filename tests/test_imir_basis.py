@@ -15,14 +15,14 @@ from mechjax.models.hooks import run_with_cache
 from mechjax.models.transformer import param_shapes
 from mechjax.tasks import blocklist as bl
 
-SPEC = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3)
-TS = ib.TokenStructure.from_spec(SPEC)
+TASK = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3)
+TS = ib.TokenStructure.from_spec(TASK)
 
 
 def test_frame_satisfies_the_assumptions():
-    frame = ib.make_frame(TS, SPEC.seq_len, n_layers=2, n_heads=2)
+    frame = ib.make_frame(TS, TASK.seq_len, n_layers=2, n_heads=2)
     w_e, w_pos = frame.embeddings()
-    v, t = TS.n_tokens, SPEC.seq_len
+    v, t = TS.n_tokens, TASK.seq_len
     np.testing.assert_allclose(w_e.sum(0), 0, atol=1e-12)          # centred
     np.testing.assert_allclose(w_pos.sum(0), 0, atol=1e-12)
     np.testing.assert_allclose(w_e @ w_e.T, np.eye(v) - 1 / v, atol=1e-12)  # orthonormal, centred
@@ -48,7 +48,7 @@ def test_frame_satisfies_the_assumptions():
 
 
 def test_literal_span_has_the_papers_28_coordinates():
-    frame = ib.make_frame(TS, SPEC.seq_len)
+    frame = ib.make_frame(TS, TASK.seq_len)
     basis = ib.make_basis(frame, "literal", "literal", block_len=2)
     assert basis.size == 4 + 16 + 8
     full = ib.make_basis(frame)  # I_common, I_rare, C, J[common,common]; M^1..M^4

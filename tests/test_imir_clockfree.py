@@ -1,5 +1,7 @@
 """Clock-free comparisons of phase diagrams (``mechjax.analysis.imir.phase.clockfree``) on
 planted sigmoid curves whose onsets, order and winners are known."""
+import types
+
 import numpy as np
 import pytest
 
@@ -92,7 +94,8 @@ def test_stage_compares_each_side_on_its_own_clock():
     stable winners agree fully; a common clock would call every trained cell "not yet formed"."""
     from experiments.imir_phase.cell_stages import clockfree_agreement
     icl_on, iwl_on = np.array([10.0, 20.0, 30.0]), np.array([40.0, 5.0, np.inf])
-    ex = {"t": T, "out": {"p_rare": sigmoid(icl_on), "p_iwl": sigmoid(iwl_on)}}
+    # the two fields of a PhaseDiagram the stage reads
+    ex = types.SimpleNamespace(t=T, curves={"p_rare": sigmoid(icl_on), "p_iwl": sigmoid(iwl_on)})
     step = T[1:] * 1000  # 200 saved steps
     slow = lambda on: 1 / (1 + np.exp(-(step - 1000 * on[..., None]) / 1000))
     tr = {"step": step, "p_rare": slow(icl_on[:, None].repeat(2, 1)),

@@ -19,15 +19,15 @@ from mechjax.tasks.blocklist import population as pop
 
 # One item (T = 3) on 3 cycles and 2 rare tokens: the population leaves a cycle unused (a
 # grouped output class of 2 tokens) and uses every rare token (an empty class, -inf).
-SPEC = bl.BlockListSpec(n_common=6, n_rare=2, n_blocks=2)
+TASK = bl.BlockListSpec(n_common=6, n_rare=2, n_blocks=2)
 
 
 @pytest.mark.parametrize("layers, heads", [(3, 1), (2, 2)])
 def test_coordinate_forward_equals_the_engine(layers: int, heads: int) -> None:
     with jax.enable_x64(True):
-        frame = ib.make_frame(ib.TokenStructure.from_spec(SPEC), SPEC.seq_len, layers, heads)
+        frame = ib.make_frame(ib.TokenStructure.from_spec(TASK), TASK.seq_len, layers, heads)
         basis = ib.make_basis(frame)
-        sup = pop.symmetric_support(SPEC)
+        sup = pop.symmetric_support(TASK)
         tp = {"f_r": jnp.float64(0.4), "f_v": jnp.float64(0.3)}
         engine = ode.population_loss_fn(basis, sup, dtype=jnp.float64)
         feats = cfw.features(basis, np.asarray(sup.batch["tokens"]),

@@ -18,10 +18,10 @@ from mechjax.analysis.imir.detection import elimination as eliminate_mod
 from mechjax.analysis.imir.detection.elimination import eliminate
 from mechjax.tasks import blocklist as bl
 
-SPEC = bl.BlockListSpec(n_common=8, n_rare=8, n_blocks=4)
-FRAME = ib.make_frame(ib.TokenStructure.from_spec(SPEC), SPEC.seq_len)
+TASK = bl.BlockListSpec(n_common=8, n_rare=8, n_blocks=4)
+FRAME = ib.make_frame(ib.TokenStructure.from_spec(TASK), TASK.seq_len)
 BASIS = ib.make_basis(FRAME)
-T = SPEC.seq_len
+T = TASK.seq_len
 # the ideal induction head of tests/test_imir_basis.py, on rare tokens only: previous-token
 # attention, match of the query against what layer 1 wrote, a helper that stops layer 2 from
 # reading the position right after the query (whose previous token is the query itself), copy
@@ -123,7 +123,7 @@ def test_staged_candidates_cost_what_the_plain_loss_says():
     """The layer-staged ablations (each candidate re-runs only the layers it changes) equal
     the plain loss of every ablated model, for candidates of every layer and the readout."""
     theta = jnp.asarray(planted_theta(INDUCTION, noise=0.3, seed=7), jnp.float32)
-    batch = bl.sample(SPEC, jax.random.key(2), {"f_r": 0.5, "f_v": 0.2}, 64)
+    batch = bl.sample(TASK, jax.random.key(2), {"f_r": 0.5, "f_v": 0.2}, 64)
     staged = dt.staged_loss(BASIS)
     loss, _, _ = dt.model_fns(BASIS)
     mask = np.ones(BASIS.size, bool)
@@ -142,8 +142,8 @@ def test_detect_keeps_exactly_the_planted_induction_circuit():
     the M^(T-1) suppression is a helper; accuracy is kept."""
     theta = planted_theta(INDUCTION, noise=0.01, seed=5)
     tp = {"f_r": 1.0, "f_v": 0.0}
-    batch = bl.sample(SPEC, jax.random.key(0), tp, 256)
-    eval_batch = bl.sample(SPEC, jax.random.key(1), tp, 256)
+    batch = bl.sample(TASK, jax.random.key(0), tp, 256)
+    eval_batch = bl.sample(TASK, jax.random.key(1), tp, 256)
     # exact_max=16: the bulk pre-pass takes the noise, the exact greedy decides the rest
     det = dt.detect(params_of(theta), BASIS, batch, tau=0.1, eval_batch=eval_batch,
                     exact_max=16)
@@ -202,7 +202,7 @@ def test_standard_qkv_model_gets_a_warning_with_the_explained_fraction():
     # learned (random) embeddings
     std["embed.W_E"] = jax.random.normal(jax.random.key(2), p["embed.W_E"].shape) * 0.1
     tp = {"f_r": 1.0, "f_v": 0.0}
-    batch = bl.sample(SPEC, jax.random.key(0), tp, 64)
+    batch = bl.sample(TASK, jax.random.key(0), tp, 64)
     with pytest.warns(dt.ManifoldWarning, match=r"standard W_Q/W_K.*token embeddings.*manifold "
                       r"explains 1\.000"):
         det = dt.detect(std, BASIS, batch, tau=0.1, exact_max=16)
@@ -259,7 +259,7 @@ def test_exact_mode_removes_in_the_naive_greedy_order_and_fast_does_not():
     greedy (plain loss, full table) removal for removal; the fast mode's screening on the same
     model does not, so the comparison can tell a shortcut that changes the order."""
     theta = jnp.asarray(planted_theta(INDUCTION, noise=0.3, seed=7), jnp.float32)
-    batch = bl.sample(SPEC, jax.random.key(2), {"f_r": 0.5, "f_v": 0.2}, 64)
+    batch = bl.sample(TASK, jax.random.key(2), {"f_r": 0.5, "f_v": 0.2}, 64)
     loss, _, _ = dt.model_fns(BASIS)
     kw = dict(tau=0.5, args=(batch,), overshoot=BASIS.size)
     naive = eliminate(loss, theta, exact_max=BASIS.size, **kw)
@@ -280,7 +280,7 @@ def test_exact_mode_is_the_same_path_with_and_without_the_last_layer_closed_form
     noise with the last layer's closed form (``forward.ablation``) equals the one with a staged
     suffix per candidate."""
     theta = jnp.asarray(planted_theta(INDUCTION, noise=0.3, seed=7), jnp.float32)
-    batch = bl.sample(SPEC, jax.random.key(2), {"f_r": 0.5, "f_v": 0.2}, 64)
+    batch = bl.sample(TASK, jax.random.key(2), {"f_r": 0.5, "f_v": 0.2}, 64)
     loss, _, _ = dt.model_fns(BASIS)
     kw = dict(tau=0.5, args=(batch,), overshoot=BASIS.size, mode="exact")
     closed = eliminate(loss, theta, staged=dt.staged_loss(BASIS), **kw)

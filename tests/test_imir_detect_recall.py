@@ -4,7 +4,7 @@ steps), detected at tau = 0.05, recovers the induction circuit (alpha: previous-
 beta: match, gamma: copy readout) in every seed; where the projection keeps the model's accuracy,
 the circuit keeps the projection's and its helpers matter.
 
-A projection that loses the model (the causal mask's leak, BUILD_NOTES issue 26 part 1: seed 0
+A projection that loses the model (the causal mask's leak, measured: seed 0
 answers ~0.3 projected against 1.0) says nothing about the detector, so the accuracy checks read
 only seeds whose projection holds, and at least one must."""
 import pytest

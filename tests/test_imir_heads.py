@@ -15,10 +15,10 @@ from mechjax.analysis.imir.detection import heads as hd
 from mechjax.analysis.imir.manifold import project as proj
 from mechjax.tasks import blocklist as bl
 
-SPEC = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3)
-FRAME = ib.make_frame(ib.TokenStructure.from_spec(SPEC), SPEC.seq_len, n_layers=2, n_heads=2)
+TASK = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3)
+FRAME = ib.make_frame(ib.TokenStructure.from_spec(TASK), TASK.seq_len, n_layers=2, n_heads=2)
 BASIS = ib.make_basis(FRAME)
-T = SPEC.seq_len
+T = TASK.seq_len
 TAU = 0.1
 BIG, READ = 30.0, 10.0   # attention scores that saturate the softmax; a copy logit
 
@@ -44,8 +44,8 @@ def planted_params(plant, noise, seed=0):
 def test_redundant_heads_hide_the_kept_helper_from_head_ablation():
     params = planted_params(redundant_induction(), noise=0.01)
     tp = {"f_r": 1.0, "f_v": 0.0}
-    batch = bl.sample(SPEC, jax.random.key(0), tp, 256)
-    eval_batch = bl.sample(SPEC, jax.random.key(1), tp, 256)
+    batch = bl.sample(TASK, jax.random.key(0), tp, 256)
+    eval_batch = bl.sample(TASK, jax.random.key(1), tp, 256)
     ablation = hd.head_ablation(params, ib.imir_config(FRAME), eval_batch, TAU)
     assert ablation.acc == 1.0
     # the previous-token head carries both routes; each induction head is redundant

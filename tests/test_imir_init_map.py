@@ -10,12 +10,12 @@ from mechjax.analysis.imir.routes import init_map as im
 from mechjax.tasks.blocklist.population import symmetric_support
 from mechjax.tasks import blocklist as bl
 
-SPEC = bl.BlockListSpec(kind="recall", n_common=6, n_rare=6, n_blocks=4)
+TASK = bl.BlockListSpec(kind="recall", n_common=6, n_rare=6, n_blocks=4)
 
 
 @pytest.fixture(scope="module")
 def problem():
-    return im.route_problem(SPEC, 3, 1, {"f_r": 1.0, "f_v": 0.0})
+    return im.route_problem(TASK, 3, 1, {"f_r": 1.0, "f_v": 0.0})
 
 
 def test_route_field_is_the_exact_model_and_equals_the_enumerated_field(problem):
@@ -23,8 +23,8 @@ def test_route_field_is_the_exact_model_and_equals_the_enumerated_field(problem)
     at the task parameters); at random points of the 3-layer manifold its field equals the
     enumerated reference's (the engine on ``symmetric_support``, pruned alike)."""
     tp = problem.tp()
-    assert 0 < problem.model.classes.size < exact.make(SPEC, 3, 1).classes.size
-    sup = symmetric_support(SPEC).prune(tp)
+    assert 0 < problem.model.classes.size < exact.make(TASK, 3, 1).classes.size
+    sup = symmetric_support(TASK).prune(tp)
     pop = ode.population_loss_fn(problem.basis, sup)
     ref = ode.enumerated_field(problem.basis, pop)
     theta = 0.3 * jax.random.normal(jax.random.key(0), (problem.basis.size,))

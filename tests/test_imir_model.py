@@ -15,15 +15,15 @@ from mechjax.models.transformer import forward
 from mechjax.tasks import blocklist as bl
 from mechjax.tasks.blocklist import population as pop
 
-SPEC = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3)
+TASK = bl.BlockListSpec(n_common=4, n_rare=4, n_blocks=3)
 
 
 def test_exact_field_and_readouts_equal_the_engine() -> None:
     """The engine runs on the orbit quotient of the enumerated population, which gives the same
     manifold field as the whole enumeration (tests/test_imir_reference.py)."""
-    model = exact.make(SPEC)
+    model = exact.make(TASK)
     basis = model.basis
-    q = pop.symmetric_support(SPEC)
+    q = pop.symmetric_support(TASK)
     field_eng = jax.jit(ode.enumerated_field(basis, ode.population_loss_fn(basis, q)))
     field, readouts = jax.jit(model.field), jax.jit(model.readouts)
     theta = 0.8 * jax.random.normal(jax.random.key(1), (basis.size,))

@@ -18,6 +18,7 @@ from experiments.imir_phase import run
 from experiments.imir_phase.configs import tiny
 from experiments.imir_phase.schema import SCHEMA
 from mechjax.sweeps import watchdog
+from mechjax.analysis.imir.phase.diagrams import PhaseDiagram
 from mechjax.analysis.imir.manifold import submanifold as subm
 from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.dynamics import reference as ode
@@ -136,6 +137,11 @@ def test_readoffs_on_constructed_trajectories():
     sb = 2 * ph.s_factor(fr, fv)
     fit = ph.contour_agreement(sb, sb >= 0.6)
     assert fit["agreement"] == 1.0 and 0.55 < fit["c"] <= 0.6 + 1e-9
+    # one class empty: nothing to separate, and a threshold past the end must not score 1.0
+    for formed in (sb >= 10.0, sb >= -1.0):
+        empty = ph.contour_agreement(sb, formed)
+        assert empty["agreement"] is None and empty["c"] is None
+        assert "formed ICL" in empty["undefined"]
 
 
 @pytest.fixture(scope="module")
@@ -155,9 +161,10 @@ def tiny_runs(tmp_path_factory):
     e = c["exact"]
     ax = np.linspace(0.0, 1.0, e["n"])
     FR, FV = np.meshgrid(ax, ax, indexing="ij")
-    ex = {"spec": c["exact_spec"], "FR": FR, "FV": FV,
-          "t": np.linspace(0.0, float(e["t1"]), e["n_save"] + 1),
-          "ro": {"winner": np.zeros(FR.size, int)}}
+    ex = PhaseDiagram("f_r", "f_v", ax, ax, FR, FV, np.linspace(0.0, float(e["t1"]),
+                                                                e["n_save"] + 1),
+                      {}, {"winner": np.zeros(FR.size, int)}, FR, {}, c["exact_spec"], 0, 0.0,
+                      0.0)
     four = {"n_cells": int(FR.size)}
     metrics = {"t_ode": np.linspace(0.0, float(c["ode"]["t1"]), c["ode"]["n_save"] + 1)}
     fig_dir = str(root / "four_coord_figures")
@@ -279,7 +286,7 @@ def test_readoff_caps_the_icl_level_at_b_over_b_plus_1():
 # exact diagram's cells; its config refused before anything compiles
 
 # the tiny run's exact spec: the SGD-arm test then runs the tiny run's compiled trainings
-SPEC = bl.BlockListSpec(kind="recall", n_common=8, n_rare=8, n_blocks=3, burstiness=1)
+TASK = bl.BlockListSpec(kind="recall", n_common=8, n_rare=8, n_blocks=3, burstiness=1)
 IWL, NEITHER = ph.WINNERS.index("IWL"), ph.WINNERS.index("neither")
 
 
@@ -295,16 +302,18 @@ def test_bad_sgd_arm_refused_before_writing(tmp_path, edit, message):
     assert_refused_before_writing(run.run, config, tmp_path / "run", message)
 
 
-def _exact_side(winners: list[int], t1: float) -> dict:
+def _exact_side(winners: list[int], t1: float) -> PhaseDiagram:
     """An exact diagram of one row of cells ``(f_r, f_v) = (0, 0), (1, 0)`` whose winners are
     planted, with curves that make IWL form at t1 / 4 where the winner is IWL (else nothing)."""
     t = np.linspace(0.0, t1, 11)
     iwl = np.array([1 / (1 + np.exp(-(t - t1 / 4) / (t1 / 50))) if w == IWL else 0 * t
                     for w in winners])
-    return {"FR": np.array([[0.0, 1.0]]), "FV": np.zeros((1, 2)), "spec": SPEC, "t": t,
-            "ro": {"winner": np.array(winners), "p_rare": np.zeros(2), "acc_rare": np.zeros(2),
-                   "p_iwl": iwl[:, -1]},
-            "out": {"p_rare": np.zeros_like(iwl), "p_iwl": iwl}}
+    fr, fv = np.array([[0.0, 1.0]]), np.zeros((1, 2))
+    cells = {"winner": np.array(winners), "p_rare": np.zeros(2), "acc_rare": np.zeros(2),
+             "p_iwl": iwl[:, -1]}
+    return PhaseDiagram("f_r", "f_v", np.array([0.0]), np.array([0.0, 1.0]), fr, fv, t,
+                        {"p_rare": np.zeros_like(iwl), "p_iwl": iwl}, cells, fr, {}, TASK, 0,
+                        1.0, 0.0)
 
 
 def test_sgd_arm_matches_t_and_recovers_the_in_weights_cell():

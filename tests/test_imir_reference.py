@@ -10,17 +10,17 @@ from mechjax.analysis.imir.dynamics import reference as ode
 from mechjax.analysis.imir.manifold import project as proj
 from mechjax.tasks import blocklist as bl
 
-SPEC = bl.BlockListSpec(n_common=4, n_rare=2, n_blocks=2, f_r=0.5, f_v=0.2)
+TASK = bl.BlockListSpec(n_common=4, n_rare=2, n_blocks=2, f_r=0.5, f_v=0.2)
 
 
 def test_reduced_ode_tracks_full_gradient_descent():
-    tp = {k: jnp.float32(v) for k, v in SPEC.default_params().items()}
-    support = bl.enumerate_support(SPEC).prune(tp)
-    frame = ib.make_frame(ib.TokenStructure.from_spec(SPEC), SPEC.seq_len)
+    tp = {k: jnp.float32(v) for k, v in TASK.default_params().items()}
+    support = bl.enumerate_support(TASK).prune(tp)
+    frame = ib.make_frame(ib.TokenStructure.from_spec(TASK), TASK.seq_len)
     basis = ib.make_basis(frame)
     loss = ode.population_loss_fn(basis, support)
     # one sequence per symmetry orbit gives the same coordinate gradient on the manifold
-    rot, orb = support.rotation_quotient(), support.orbit_quotient(SPEC)
+    rot, orb = support.rotation_quotient(), support.orbit_quotient(TASK)
     assert orb.size < rot.size < support.size
     theta0 = 0.1 * jax.random.normal(jax.random.key(0), (2, basis.size))
     want = jax.jit(ode.enumerated_field(basis, loss))(theta0[0], tp)
@@ -45,9 +45,9 @@ def test_reduced_ode_tracks_full_gradient_descent():
 
 
 def test_four_coordinate_submanifold_is_not_closed():
-    tp = {k: jnp.float32(v) for k, v in SPEC.default_params().items()}
-    support = bl.enumerate_support(SPEC).prune(tp).rotation_quotient()
-    frame = ib.make_frame(ib.TokenStructure.from_spec(SPEC), SPEC.seq_len)
+    tp = {k: jnp.float32(v) for k, v in TASK.default_params().items()}
+    support = bl.enumerate_support(TASK).prune(tp).rotation_quotient()
+    frame = ib.make_frame(ib.TokenStructure.from_spec(TASK), TASK.seq_len)
     basis = ib.make_basis(frame)
     names, phi = subm.abgd_coordinates(basis)
     assert names == ("alpha", "beta", "gamma", "delta")

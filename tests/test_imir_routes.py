@@ -11,14 +11,14 @@ from mechjax.analysis.imir.routes import init_map as im
 from mechjax.analysis.imir.routes import route_units as rt
 from mechjax.tasks import blocklist as bl
 
-SPEC = bl.BlockListSpec(kind="recall", n_common=6, n_rare=6, n_blocks=4)
+TASK = bl.BlockListSpec(kind="recall", n_common=6, n_rare=6, n_blocks=4)
 PLANT = 30.0   # attention scores large enough to make each head's pattern hard
 COPY = 10.0
 
 
 @pytest.fixture(scope="module")
 def problem():
-    return im.route_problem(SPEC, 3, 1, {"f_r": 1.0, "f_v": 0.0})
+    return im.route_problem(TASK, 3, 1, {"f_r": 1.0, "f_v": 0.0})
 
 
 def test_three_layer_routes_and_shared_units(problem):
@@ -66,7 +66,7 @@ def test_unknown_unit_and_too_shallow_frame_are_refused():
 def _planted(problem, route: rt.Route) -> np.ndarray:
     """An induction circuit on ``route`` alone: hard previous-token attention, hard match
     (away from the query's own next position), copy readout."""
-    b, t = problem.basis, SPEC.seq_len
+    b, t = problem.basis, TASK.seq_len
     (p, _), (m, _) = route.prev_head, route.match_head
     theta = np.zeros(b.size, np.float32)
     theta[b.index(f"L{p}H0 I|M|I")] = PLANT
@@ -85,7 +85,7 @@ def test_planted_circuits_are_classified_by_their_layers(problem):
                                   + [np.zeros(problem.basis.size, np.float32)]))
     rises, losses = (np.asarray(x) for x in jax.jit(jax.vmap(
         lambda th: (rt.ablation_rises(loss, th, masks), loss(th))))(thetas))
-    assert np.all(losses[:3] < 0.1 * np.log(SPEC.n_tokens))  # each planted circuit works
+    assert np.all(losses[:3] < 0.1 * np.log(TASK.n_tokens))  # each planted circuit works
     # each is charged to its own route, and the untrained model to none
     np.testing.assert_array_equal(rt.winners(rises, problem.dirs, 0.01), [0, 1, 2, -1])
     # the unused layer is idle: its ablation costs nothing, the other two cost much

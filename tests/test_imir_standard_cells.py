@@ -12,7 +12,7 @@ from mechjax.analysis.imir.cells import standard as sc
 from mechjax.plots import imir as plots
 from mechjax.tasks import blocklist as bl
 
-SPEC = bl.BlockListSpec(kind="recall", n_common=4, n_rare=4, n_blocks=3, burstiness=1)
+TASK = bl.BlockListSpec(kind="recall", n_common=4, n_rare=4, n_blocks=3, burstiness=1)
 
 
 def test_cells_train_at_their_own_task_parameters_in_one_program():
@@ -21,7 +21,7 @@ def test_cells_train_at_their_own_task_parameters_in_one_program():
     read-off stays near chance. A cell that trained at another cell's parameters, or seeds and
     cells swapped in the returned arrays, would break one of the two rows."""
     fr, fv = np.array([0.0, 1.0, 0.0]), np.array([0.0, 0.0, 0.0])
-    out = sc.train_standard_cells(SPEC, fr, fv, seeds=[0, 1], d_model=8, steps=150, lr=3e-2,
+    out = sc.train_standard_cells(TASK, fr, fv, seeds=[0, 1], d_model=8, steps=150, lr=3e-2,
                                   batch_size=32, eval_size=64, n_evals=3, threshold=0.5)
     assert out["traces"] == 1
     for k in (*sc.READOFFS, "loss"):
@@ -43,7 +43,7 @@ def test_majority_is_the_most_frequent_winner_ties_to_the_lowest_code():
 
 def test_rejects_steps_not_a_multiple_of_the_evaluations():
     with pytest.raises(ValueError, match="multiple of n_evals"):
-        sc.train_standard_cells(SPEC, [0.5], [0.5], [0], 8, 10, 1e-2, 8, 8, 3, 0.5)
+        sc.train_standard_cells(TASK, [0.5], [0.5], [0], 8, 10, 1e-2, 8, 8, 3, 0.5)
 
 
 @pytest.mark.parametrize("edit, message", [

@@ -18,13 +18,13 @@ from mechjax.analysis.imir.dynamics import four_coord as rd
 from mechjax.analysis.imir.theorems import four_coord as th
 from mechjax.tasks import blocklist as bl
 
-SPEC = bl.BlockListSpec(kind="recall", n_common=8, n_rare=8, n_blocks=3, burstiness=1)
+TASK = bl.BlockListSpec(kind="recall", n_common=8, n_rare=8, n_blocks=3, burstiness=1)
 INIT = [0.1, 0.1, 0.1, 0.1]
 
 
 @pytest.fixture(scope="module")
 def model() -> exact.ExactRecall:
-    return exact.make(SPEC)
+    return exact.make(TASK)
 
 
 def test_icl_gradient_on_the_sub_manifold_is_the_closed_form_at_f_v_0(model) -> None:
@@ -34,7 +34,7 @@ def test_icl_gradient_on_the_sub_manifold_is_the_closed_form_at_f_v_0(model) -> 
     ``test_theorem3_exact_is_the_closed_form_at_f_v_0``). At f_v > 0 they do not: the exact
     population has varied partners colliding with context tokens, which the closed form
     excludes (a per-cent effect on gamma)."""
-    sizes = rd.RecallSizes.from_spec(SPEC)
+    sizes = rd.RecallSizes.from_spec(TASK)
     # float64: at delta = 8 the gradients are ~1e-4 and float32 cancellation shows at 2e-5
     with jax.enable_x64(True):
         closed = jax.jit(jax.grad(rd.loss, argnums=1), static_argnums=0)
@@ -76,7 +76,7 @@ def test_protocol_point_reproduces_the_closed_form() -> None:
     Theorem 2's s is a large-V statement: at V = 16 the ratio is 0.097, 0.46, 0.86 for s = 0.1,
     0.5, 1 (at s = 1 every common token's logit moves by -delta / V from the centring of C);
     the V = 16 model is checked against the closed form in the trajectory test below."""
-    big = exact.make(dataclasses.replace(SPEC, n_common=64, n_rare=64))
+    big = exact.make(dataclasses.replace(TASK, n_common=64, n_rare=64))
     pp = xt.theorem2_protocol_point(big, INIT, 0.999, [(0.1, 0.0), (0.5, 0.0), (1.0, 0.0)])
     assert pp["max_abs_diff_f_v_0"] < 1e-5, pp
     for r in pp["rows"]:
@@ -88,7 +88,7 @@ def test_trajectory_protocol_reads_the_first_time_the_level_is_reached(model) ->
     the second time (where delta is formed), 0.99 is reported as never reached; at that point
     resetting delta gives back the sub-manifold point with delta = init (the exact p_iwl there
     is the starting one), and the ratio is the closed form's."""
-    d = th.delta_for_p_iwl(rd.RecallSizes.from_spec(SPEC), 0.95)
+    d = th.delta_for_p_iwl(rd.RecallSizes.from_spec(TASK), 0.95)
     theta0 = exact.abgd_init(model, INIT)
     formed = exact.abgd_init(model, INIT[:3] + [d])
     solved = {"theta": np.stack([theta0, formed])[None], "p_iwl": np.array([[0.1, 0.95]]),
@@ -98,7 +98,7 @@ def test_trajectory_protocol_reads_the_first_time_the_level_is_reached(model) ->
     assert [row["t"] for row in r["rows"]] == [5.0]
     assert r["never"] == [{"f_r": 0.2, "f_v": 0.0, "p": 0.99, "p_iwl_max": 0.95, "at_t": 5.0}]
     row = r["rows"][0]
-    four = th.theorem2_ratio(rd.RecallSizes.from_spec(SPEC), INIT[:3], d, 1, 0.2, 0.0,
+    four = th.theorem2_ratio(rd.RecallSizes.from_spec(TASK), INIT[:3], d, 1, 0.2, 0.0,
                              delta_null=INIT[3])
     assert abs(row["delta"]["ratio_gamma"] - four["ratio_gamma"]) < 1e-5, (row, four)
     p0 = float(xt._p_iwl(model)(np.asarray(theta0, np.float32), {"f_r": 0.2, "f_v": 0.0}))
@@ -112,7 +112,7 @@ def test_trajectory_protocol_reads_the_first_time_the_level_is_reached(model) ->
 def test_theorem3_exact_is_the_closed_form_at_f_v_0() -> None:
     """One exact model per b (the classes depend on b: 28 at b = 1, 3 at b = 2 on this spec)
     against the closed form's gradient (float32)."""
-    r = burstiness.theorem3(SPEC, 3, INIT, 0.5, 0.0)
+    r = burstiness.theorem3(TASK, 3, INIT, 0.5, 0.0)
     assert r["b"] == [1, 2] and r["points_in_fit"] == 2
     np.testing.assert_allclose(r["grad_gamma"], r["grad_gamma_4coord"], rtol=2e-5)
     assert r["grad_gamma"][1] > r["grad_gamma"][0] > 0

@@ -20,8 +20,8 @@ from mechjax.tasks import blocklist as bl
 from mechjax.training.train import TrainConfig, make_train
 
 # 2 layers, 2 heads: several populated widths and a head concatenation per layer
-SPEC = bl.BlockListSpec(kind="khop", hops=2, n_common=6, n_rare=3, n_blocks=3)
-FRAME = ib.make_frame(ib.TokenStructure.from_spec(SPEC), SPEC.seq_len, n_layers=2, n_heads=2)
+TASK = bl.BlockListSpec(kind="khop", hops=2, n_common=6, n_rare=3, n_blocks=3)
+FRAME = ib.make_frame(ib.TokenStructure.from_spec(TASK), TASK.seq_len, n_layers=2, n_heads=2)
 BASIS = ib.make_basis(FRAME)
 TP = {"f_r": 0.5, "f_v": 0.2}
 
@@ -37,7 +37,7 @@ def random_params(causal=False, seed=0):
 @pytest.mark.parametrize("causal", [False, True])
 def test_logits_loss_and_accuracy_equal_the_full_forward(causal):
     params, cfg = random_params(causal)
-    batch = bl.sample(SPEC, jax.random.key(1), TP, 32)
+    batch = bl.sample(TASK, jax.random.key(1), TP, 32)
     full = forward(params, batch["tokens"], cfg)
     np.testing.assert_allclose(tr.truncated_forward(params, batch["tokens"], FRAME, cfg), full,
                                rtol=1e-4, atol=1e-4 * float(jnp.abs(full).max()))
@@ -61,11 +61,11 @@ def test_theta_weights_are_the_corners_of_w_theta_and_drive_the_same_loss():
 
 
 def test_truncated_model_loss_and_gradients_equal_the_full_transformer():
-    task = bl.blocklist_task(SPEC, 16, eval_size=32)
+    task = bl.blocklist_task(TASK, 16, eval_size=32)
     cfg = ib.imir_config(FRAME)
     tc = TrainConfig(steps=4, eval_every=2, optimizer="adam")
     params, _ = random_params(seed=3)
-    batch = bl.sample(SPEC, jax.random.key(4), TP, 32)
+    batch = bl.sample(TASK, jax.random.key(4), TP, 32)
     outs = [jax.value_and_grad(lambda p: t.loss(p, batch)[0])(params)
             for t in (make_train(task, cfg, tc),
                       make_train(task, tr.truncated_model(FRAME, cfg), tc))]
@@ -87,7 +87,7 @@ def test_rotated_frame_is_refused():
 
 def test_every_stage_split_gives_the_same_loss():
     params, cfg = random_params(causal=False, seed=5)
-    batch = bl.sample(SPEC, jax.random.key(6), TP, 32)
+    batch = bl.sample(TASK, jax.random.key(6), TP, 32)
     want, _ = tr.query_loss_and_accuracy(params, batch, FRAME, cfg)
 
     @functools.partial(jax.jit, static_argnums=0)

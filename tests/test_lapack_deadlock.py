@@ -1,4 +1,4 @@
-"""Issue 17's reproduction (tests/lapack_deadlock_repro.py) completes with mechjax.linalg.
+"""The LAPACK deadlock reproduction (tests/lapack_deadlock_repro.py) ends with mechjax.linalg.
 
 The unfixed variant hangs the CPU pool, so it runs only on request
 (``MECHJAX_DEADLOCK_REPRO=1``), and then must end in the watchdog's stall exit.

@@ -86,7 +86,7 @@ def test_too_few_dimensions_is_a_clear_error():
 
 
 def test_no_module_calls_a_batched_lapack_decomposition_directly():
-    """Every decomposition in mechjax and experiments goes through mechjax.linalg (issue 17)."""
+    """Every decomposition in mechjax and experiments goes through mechjax.linalg."""
     import pathlib
     root = pathlib.Path(__file__).resolve().parent.parent
     pattern = re.compile(r"\b(jnp|jax\.numpy)\.linalg\.(svd|eigh|eigvalsh|eig|eigvals|qr|lstsq|"

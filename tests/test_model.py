@@ -95,7 +95,7 @@ def test_shapes_follow_transformer_lens_and_paper_size():
     assert not any(k.rsplit(".", 1)[-1].startswith("b_") for k in shapes)  # biases absent
     paper = ModelConfig(n_layers=2, d_model=128, n_heads=1, d_mlp=512, d_vocab=74, d_vocab_out=59,
                         n_ctx=16, mlp_layers=(False, True))
-    assert count_params(init_params(jax.random.PRNGKey(0), paper)) == 281_216  # SPEC 1.3
+    assert count_params(init_params(jax.random.PRNGKey(0), paper)) == 281_216  # the Assign-and-Add paper's model
 
 
 def test_transformer_lens_init_scale():
@@ -169,3 +169,41 @@ def test_bad_tokens_shape():
         apply(params, jnp.zeros((1, 7), jnp.int32), cfg)
     with pytest.raises(ValueError, match="shape \\[batch, pos\\]"):
         apply(params, jnp.zeros((7,), jnp.int32), cfg)
+
+
+class _ReadRecorder(dict):
+    """A parameter dict that records which names the forward pass reads."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.read: set[str] = set()
+
+    def __getitem__(self, name):
+        self.read.add(name)
+        return super().__getitem__(name)
+
+
+@pytest.mark.parametrize("cfg", [
+    ModelConfig(n_layers=2, d_model=8, n_heads=2, d_vocab=8, n_ctx=5, attn_only=True,
+                normalization="pre", use_bias=True),
+    ModelConfig(n_layers=2, d_model=8, n_heads=2, d_mlp=16, d_vocab=8, n_ctx=5,
+                mlp_layers=(False, True), normalization="pre"),
+    ModelConfig(n_layers=2, d_model=8, n_heads=2, d_mlp=16, d_vocab=8, n_ctx=5,
+                mlp_layers=(True, False), normalization="post", use_bias=True),
+    *CONFIGS.values(),
+], ids=lambda cfg: f"{cfg.normalization}-{cfg.mlp_layers}-{cfg.attn_only}")
+def test_every_parameter_is_read_by_the_forward_pass(cfg):
+    # A parameter no computation reads only drifts under weight decay (and breaks exports).
+    params = _ReadRecorder(init_params(jax.random.PRNGKey(0), cfg))
+    apply(params, jnp.zeros((1, cfg.n_ctx), jnp.int32), cfg)
+    assert set(param_shapes(cfg)) == params.read
+
+
+def test_attention_only_pre_ln_model_exports_to_transformer_lens():
+    from mechjax.interop.tl_export import tl_state_dict
+    cfg = ModelConfig(n_layers=2, d_model=8, n_heads=2, d_vocab=8, n_ctx=5, attn_only=True,
+                      normalization="pre")
+    params = init_params(jax.random.PRNGKey(0), cfg)
+    state = tl_state_dict(params, cfg)
+    assert not any(".ln2." in k for k in state)
+    np.testing.assert_array_equal(state["blocks.1.ln1.w"], params["blocks.1.ln1.w"])

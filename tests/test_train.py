@@ -176,3 +176,25 @@ def test_bfloat16_compute_keeps_float32_state_and_tracks_float32():
     err = float(jnp.max(jnp.abs(l16.astype(jnp.float32) - l32)))
     assert 1e-4 < err < 0.1, err
     np.testing.assert_allclose(m16["train/loss"], m32["train/loss"], rtol=0.05, atol=0.02)
+
+
+def _shifted_task(token_shift=0, label_shift=0):
+    """``TASK`` with its tokens and labels moved by a constant (out of the model's range)."""
+    def sample(key, task_params):
+        batch = TASK.sample(key, task_params)
+        return {**batch, "tokens": batch["tokens"] + token_shift,
+                "labels": batch["labels"] + label_shift}
+    return Task("shifted", sample, TASK.eval_pools, TASK.readout, TASK.default_params,
+                TASK.seq_len, TASK.vocab_size)
+
+
+@pytest.mark.parametrize("shifts, fragment", [
+    ((1, 0), r"task 'shifted' samples tokens in \[1, 7\] but model.d_vocab=7 allows \[0, 6\]"),
+    ((-3, 0), r"samples tokens in \[-3, 3\]"),
+    ((0, 2), r"samples labels in \[2, 8\] but model.vocab_out=7 allows \[0, 6\]"),
+])
+def test_out_of_vocabulary_task_is_refused_before_compiling(shifts, fragment):
+    # Inside the step JAX's gather would clamp these indices silently.
+    with pytest.raises(ConfigError, match=fragment):
+        make_train(_shifted_task(*shifts), CFG, TRAIN)
+    make_train(_shifted_task(0, 0), CFG, TRAIN)  # the same task in range is accepted

@@ -1,4 +1,4 @@
-"""The subject-verb agreement job (SPEC 2.7): train GPT-2-architecture LMs on the agreement corpus
+"""The subject-verb agreement job (ACE paper): train GPT-2-architecture LMs on the agreement corpus
 (every seed in one sweep), read any GPT-2-format checkpoint folders given, then on every model:
 the number margin and its AUC, rank-1 ACE at every layer with centred keep / remove / flip, the
 knob fit, the cross-model Spearman of the core coordinate, and flipping during generation.

@@ -13,7 +13,7 @@ SCHEMA = Schema(
     gpt2_paths=text("comma-separated GPT-2-format checkpoint folders (config.json + weights + "
                     "tokenizer) analysed beside the self-trained models", default=""),
     prompts=Section(
-        "SPEC 2.7's prompts on held-out (noun, attractor, connector) triples",
+        "The ACE paper's prompts on held-out (noun, attractor, connector) triples",
         seed=integer("which prompts", min=0),
         split_seed=integer("which triples are held out of the corpus", min=0),
         n_train=integer("prompts whose activations define the cores and their centre"),
@@ -21,11 +21,12 @@ SCHEMA = Schema(
         bos=boolean("put <|endoftext|> before every prompt (the ACE authors read GPT-2 without "
                     "a BOS token; the self-trained models see both forms)", default=False),
         there=choice(("spec", "article", "over_there"), "wording of the 'there' template: "
-                     "SPEC 2.7's 'There H C A' (no article, as the ACE authors), 'There the H C A' "
-                     "(runs of 2 Dec) or 'Over there, the H C A' (earlier runs)", default="spec"),
+                     "the ACE paper's 'There H C A' (no article, as its authors), "
+                     "'There the H C A' or 'Over there, the H C A' (both earlier runs)",
+                     default="spec"),
         relative=choice(("spec", "after_attractor"), "wording of the relative-clause template: "
                         "'The H that guarded the A' (the authors' form, number-free verbs) or "
-                        "'The H C A that we found' (runs before issue 28)", default="spec"),
+                        "'The H C A that we found' (earlier runs)", default="spec"),
     ),
     corpus=Section(
         "the synthetic training corpus (tasks.agreement_corpus)",
@@ -61,7 +62,7 @@ SCHEMA = Schema(
         top_k=integer("sample among the k most likely tokens"),
         target_margin=number("each step's margin is moved to -sign(m) * this", gt=0.0),
         margin=choice(("copula", "summed"), "the margin the push sets: logsumexp(are, were) - "
-                      "logsumexp(is, was) (the ACE authors'), or SPEC 2.7's summed m",
+                      "logsumexp(is, was) (the ACE authors'), or the paper's summed m",
                       default="copula"),
         newton_steps=integer("Newton iterations that find each step's strength"),
         seed=integer("sampling seed (the same draws for clean and steered runs)", min=0),

@@ -1,4 +1,4 @@
-"""Core dynamics at grokking (SPEC 2.6): train SPEC 2.6's 2-layer post-LN model on a + b mod p for
+"""Core dynamics at grokking (ACE paper): train the paper's 2-layer post-LN model on a + b mod p for
 many seeds in one program, branch every seed at ``branch.epoch`` to weight decay 0 (optimizer
 reset, a second program), run ACE on every saved checkpoint of both branches as one batched
 analysis per branch, and write figures and summary.json.

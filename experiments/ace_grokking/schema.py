@@ -14,7 +14,7 @@ SCHEMA = Schema(
         batch_size=optional(integer("pairs per step; None or >= n_train: full batch")),
     ),
     model=Section(
-        "widths of SPEC 2.6's post-LN encoder (the rest is fixed)",
+        "widths of the ACE paper's post-LN encoder (the rest is fixed)",
         n_layers=integer("encoder blocks"),
         d_model=integer("residual width"),
         n_heads=integer("attention heads"),

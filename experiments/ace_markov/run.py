@@ -1,4 +1,4 @@
-"""The Markov-chain cores job (SPEC 2.5): train many seeds in one program, run ACE on every seed as
+"""The Markov-chain cores job (ACE paper): train many seeds in one program, run ACE on every seed as
 one batched call, compare the cores across seeds, write figures and summary.json.
 
 Stages: build (config -> task, trainer) -> train (run_sweep; stacked params [n_seeds, ...]) ->
@@ -33,7 +33,7 @@ from experiments.ace_markov.schema import SCHEMA, TAIL_NAMES
 HOOK = "blocks.0.hook_resid_post"  # the block output, every position
 CHANCE = 1.0 / markov.N_STATES
 # The tails of ``ace.Pipeline`` whose Jacobians run through the model. ``logits``: the linear
-# head, so every J_s = W_U^T and Obs = W_U W_U^T (SPEC 2.1's toy-model case). ``log_probs``:
+# head, so every J_s = W_U^T and Obs = W_U W_U^T (the ACE paper's toy-model case). ``log_probs``:
 # J_s = (I - 1 p_s^T) W_U^T, which drops the direction the output distribution ignores.
 TAILS = ("logits", "log_probs")
 assert sorted(TAILS) == sorted(TAIL_NAMES)  # the schema allows the same names

@@ -1,7 +1,7 @@
 """python -m experiments.assign_add --workdir=DIR [--config=...] [--config.key=value] [--overwrite]
 
 Default config: ``configs/cpu.py`` (8 seeds, CPU scale). ``--config=experiments/assign_add/configs/
-paper.py`` is SPEC 1.3 exactly.
+paper.py`` is the paper's setup exactly.
 """
 from experiments.assign_add import run
 from experiments.assign_add.schema import SCHEMA

@@ -4,7 +4,7 @@ Everything here is a pure function of a parameter dict (vmapped or ``lax.map``-p
 seed axis) or of the host metrics ``[n_seeds, n_evals]``:
 
 * ``make_eval_fn``: what the trainer records at every evaluation, inside the compiled scan: the
-  seven progress measures of SPEC 1.4 (``progress/<name>``) and the layer-2 QK gradient measures
+  seven progress measures of the paper (``progress/<name>``) and the layer-2 QK gradient measures
   (``qk2grad/<name>``).
 * ``ov_mlp_accuracy``: the OV2 -> MLP2 -> W_U addition measure, computed on the one position it
   reads with the model's own ``mlp`` and ``unembed`` (16x cheaper than
@@ -53,7 +53,8 @@ def ov_matrix(params: Params, layer: int) -> jax.Array:
 
 def ov_mlp_accuracy(params: Params, cfg: ModelConfig) -> jax.Array:
     """Share of the 3481 pairs for which ``x = (e_n + e_m) OV2`` taken as the whole layer-2
-    residual at ``=`` gives ``(n + m) mod 59`` through MLP2 and W_U (SPEC 1.4 progress measure).
+    residual at ``=`` gives ``(n + m) mod 59`` through MLP2 and W_U (a progress measure of the
+    paper).
 
     Same quantity as ``assign_add_mech.ov_mlp_accuracy`` (the residual after layer 2 is
     ``x + MLP2(x)``; this model has no normalization), on one position instead of sixteen.
@@ -130,7 +131,7 @@ QK2GRAD = ("identity", "identity_cos", "block_fraction", "weights_identity",
 def make_eval_fn(cfg: ModelConfig, probe: mech.ProbeData,
                  grad_sampler: Callable[[jax.Array, Mapping[str, jax.Array]], dict]):
     """``eval_fn(params, task_params, eval_key)`` for ``make_train``: ``progress/<measure>`` (the
-    seven SPEC 1.4 measures; attention and probe on the fixed ``probe`` sequences) and
+    paper's seven measures; attention and probe on the fixed ``probe`` sequences) and
     ``qk2grad/<measure>`` on a fixed training-distribution batch from ``grad_sampler``."""
 
     def eval_fn(params, task_params, eval_key):

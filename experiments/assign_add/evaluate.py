@@ -3,7 +3,7 @@
     python -m experiments.assign_add.evaluate --weights=PATH.npz \
         --heldout=PATH/heldout_pairs.json --workdir=DIR
 
-writes ``DIR/summary.json`` with ``acc/<pool>`` for the nine 2000-sequence pools of SPEC 1.2,
+writes ``DIR/summary.json`` with ``acc/<pool>`` for the nine 2000-sequence pools of the paper,
 ``acc/exact_0var_heldout`` (every held-out pair as a 0-var sequence), ``acc/exact_2var_union``
 (the 193,580-sequence union; its two parts as ``acc/exact_2var_union_heldout_pairs`` and
 ``acc/exact_2var_union_misplaced``), ``acc/exact_2var_doubly_novel`` (held-out pair *and*
@@ -43,7 +43,7 @@ _WORKDIR = flags.DEFINE_string("workdir", None, "folder for summary.json")
 _SEED = flags.DEFINE_integer("seed", 0, "key for pool sampling and exhaustive-set prefixes")
 _BATCH = flags.DEFINE_integer("batch_size", 8192, "sequences per compiled forward call")
 _POOL = flags.DEFINE_integer("pool_size", aa.POOL_SIZE, "sequences per evaluation pool")
-_MECH = flags.DEFINE_bool("mechanism", False, "also write the SPEC 1.4 mechanism numbers (mech/*)")
+_MECH = flags.DEFINE_bool("mechanism", False, "also write the paper's mechanism numbers (mech/*)")
 
 
 def predict_fn(cfg: ModelConfig):

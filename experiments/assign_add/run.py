@@ -1,6 +1,6 @@
-"""The Assign-and-Add training job (SPEC 1): many seeds in one compiled program, the three phases
-per seed, generalization on the exhaustive sets, the mechanism of every final model, figures and
-summary.
+"""The Assign-and-Add training job (Assign-and-Add paper): many seeds in one compiled program, the
+three phases per seed, generalization on the exhaustive sets, the mechanism of every final model,
+figures and summary.
 
 Data flow: config -> (task, trainer with ``eval_fn``) -> ``run_sweep`` (per evaluation: accuracy
 on every pool, the seven progress measures and the QK2-gradient measures, per seed) -> metrics
@@ -48,7 +48,7 @@ def make_split(task_cfg: Mapping[str, Any]) -> aa.PairSplit:
 
 
 def model_config(values: Mapping[str, Any]) -> ModelConfig:
-    """SPEC 1.3's architecture with the widths of ``values`` (the schema's ``MODEL`` keys)."""
+    """The paper's architecture with the widths of ``values`` (the schema's ``MODEL`` keys)."""
     base = aa.model_config().to_dict()
     base.update(experiment.as_dict(values))
     return experiment.model_config(base)

@@ -8,7 +8,7 @@ from mechjax.training.train import TrainConfig
 SPLITS = ("authors", "seeded")
 
 TASK = Section(
-    "Assign and Add (SPEC 1.1)",
+    "Assign and Add (the paper's task)",
     batch_size=integer("training sequences per step"),
     pool_size=integer("sequences per evaluation pool at every evaluation"),
     f=fraction("fraction of ordered addition pairs used for training"),
@@ -16,8 +16,8 @@ TASK = Section(
     split=choice(SPLITS, "'authors': random.Random(split_seed) ranking; 'seeded': numpy"),
     split_seed=integer("seed of the pair split", min=0),
 )
-# Only the widths; the rest of the architecture is SPEC 1.3's (``tasks.assign_add.model_config``).
-MODEL = DataclassSection(ModelConfig, "widths (the rest is fixed by SPEC 1.3)",
+# Only the widths; the rest of the architecture is the paper's (``tasks.assign_add.model_config``).
+MODEL = DataclassSection(ModelConfig, "widths (the rest is fixed by the paper)",
                          only=("d_model", "n_heads", "d_head", "d_mlp", "act_fn", "init"))
 
 SCHEMA = Schema(

@@ -1,4 +1,4 @@
-"""Data-requirement sweeps of Assign and Add (SPEC 1.2 knobs f and r), each grid ONE program.
+"""Data-requirement sweeps of Assign and Add (the paper's knobs f and r), each grid ONE program.
 
     python -m experiments.assign_add.sweep_data --workdir=DIR \
         [--config=experiments/assign_add/configs/sweep_f.py | sweep_r.py] [--config.key=value]

@@ -11,7 +11,7 @@ Parts (in this order; ``--parts`` picks some):
   grokking          (c) ``python -m experiments.ace_grokking`` with ``configs/paper.py``
                     (8 seeds, 20,000 epochs, both branches)
 Then (d): ``DIR/results.json`` (every part's status, time and results) and ``DIR/table.md``
-(BUILD_NOTES-ready); the experiments' own ``summary.json`` and figures stay in
+(markdown for the docs); the experiments' own ``summary.json`` and figures stay in
 ``DIR/assign_add`` and ``DIR/ace_grokking``, and each part's output in ``DIR/<part>.log``.
 
 A part that passes its limit is killed; the experiments checkpoint after every chunk, so
@@ -36,9 +36,9 @@ from mechjax.io import write_json
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PARTS = ("throughput", "transformer_lens", "assign_add", "grokking")
-# Seconds per part on one accelerator; 480 in all, the whole run's budget. By estimate (see
-# BUILD_NOTES.md, "The accelerator run") the grokking part needs more than its share on one H200;
-# it resumes where it stopped when run again (``--parts=grokking --limits=grokking=600``).
+# Seconds per part on one accelerator; 480 in all, the whole run's budget. By estimate the
+# grokking part needs more than its share on one H200; it resumes where it stopped when run
+# again (``--parts=grokking --limits=grokking=600``).
 LIMITS = {"throughput": 120, "transformer_lens": 30, "assign_add": 130, "grokking": 200}
 TINY_LIMITS = {"throughput": 300, "transformer_lens": 120, "assign_add": 300, "grokking": 300}
 WORKDIRS = {"assign_add": "assign_add", "grokking": "ace_grokking"}

@@ -1,7 +1,7 @@
-"""The one-position fast path (``mechjax.models.fastpath``) against the full forward, on SPEC 2.6's
-grokking encoder (post-LN, dropout 0.1, biases, 2 positions, read at the last): the training step
-of one model, both forms compiled from the same trainer config, timed alternately (best of
-``--repeats``), and the parameters after the same steps from the same state compared.
+"""The one-position fast path (``mechjax.models.fastpath``) against the full forward, on the ACE
+paper's grokking encoder (post-LN, dropout 0.1, biases, 2 positions, read at the last): the
+training step of one model, both forms compiled from the same trainer config, timed alternately
+(best of ``--repeats``), and the parameters after the same steps from the same state compared.
 
 ``python -m experiments.benchmark.fastpath_step [--p=53] [--steps=30] [--repeats=5] [--tiny]``
 prints steps/s of both and their ratio. Only the ratio means anything on shared cores.
@@ -50,7 +50,7 @@ def measure(p: int = 53, steps: int = 30, repeats: int = 5, batch: int = 512,
 if __name__ == "__main__":
     from absl import app, flags
 
-    _P = flags.DEFINE_integer("p", 53, "the modulus (SPEC 2.6: 53)")
+    _P = flags.DEFINE_integer("p", 53, "the modulus (ACE paper: 53)")
     _STEPS = flags.DEFINE_integer("steps", 30, "training steps per timed call")
     _REPEATS = flags.DEFINE_integer("repeats", 5, "timed calls of each form (best kept)")
     _TINY = flags.DEFINE_bool("tiny", False, "tiny widths (a check of the code path)")

@@ -1,4 +1,4 @@
-"""The accelerator run's results as BUILD_NOTES-ready markdown (pure: dicts in, text out)."""
+"""The accelerator run's results as markdown for the docs (pure: dicts in, text out)."""
 from __future__ import annotations
 
 import re
@@ -101,6 +101,6 @@ def markdown(results: Mapping[str, Any]) -> str:
         lines += [""] + parity_lines(tp.get("parity"))
     lines += ["", "Assign and Add, paper config:"] + summary_lines(results.get("assign_add"),
                                                                     ASSIGN_ADD_KEYS)
-    lines += ["", "SPEC 2.6 grokking, paper config (both branches):"] + summary_lines(
+    lines += ["", "ACE grokking, paper config (both branches):"] + summary_lines(
         results.get("grokking"), GROKKING_KEYS)
     return "\n".join(lines) + "\n"

@@ -17,7 +17,7 @@ prints, from one process:
   trace (``experiments.benchmark.op_table``).
 
 The pieces are timed interleaved, round after round, and the best round of each is kept, so a
-load spike on shared cores hits every piece alike. Model: the Assign-and-Add CPU config (SPEC 1.3
+load spike on shared cores hits every piece alike. Model: the Assign-and-Add CPU config (the paper's
 architecture, d_model 128, one head, d_mlp 512, batch 512, fast path), its real sampler.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ checks alone cost), in one process, in alternating order, with the page cache wa
 
     python -m experiments.benchmark.validate_cost --workdir=RUN [--repeats=15]
 
-prints the median seconds of each and the ratios (issue 30's bound: validated / before < 1.05).
+prints the median seconds of each and the ratios (the bound: validated / before < 1.05).
 """
 from __future__ import annotations
 

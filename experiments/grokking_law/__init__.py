@@ -1,1 +1,1 @@
-"""The grokking-time law: tau_grok vs weight decay and vs modulus (SPEC 2.6, last bullets)."""
+"""The grokking-time law: tau_grok vs weight decay and vs modulus (ACE paper; docs/ace.md)."""

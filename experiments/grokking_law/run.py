@@ -1,4 +1,4 @@
-"""The grokking-time law (SPEC 2.6, last bullets): tau_grok vs weight decay omega and vs modulus p.
+"""The grokking-time law (ACE paper; docs/ace.md): tau_grok vs weight decay omega and vs modulus p.
 
 Data flow: config -> one trainer per modulus (1-layer post-LN model, a + b mod p, accuracy on the
 full train and test sets after *every* optimizer step, computed inside the compiled scan) ->

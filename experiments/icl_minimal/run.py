@@ -1,4 +1,4 @@
-"""Reddy (ICLR 2024) minimal model of ICL vs IWL (SPEC 3.4 anchors).
+"""Reddy (ICLR 2024) minimal model of ICL vs IWL (docs/icl_minimal.md).
 
 Stages: config -> checks (one-line errors before compiling) -> one ``run_sweep`` per sweep
 (seeds x values of one knob, one compiled program each; ``mechjax.models.icl_minimal``) -> per-seed
@@ -117,6 +117,7 @@ def theory_separation(config, points: dict[str, np.ndarray]) -> dict[str, Any]:
     formed = points["icl_final"] >= config.icl_formed
     out = contour_agreement(points["sb"], formed)
     return {"theory/sb_threshold": out["c"], "theory/sb_contour_accuracy": out["agreement"],
+            **({"theory/sb_contour_undefined": out["undefined"]} if "undefined" in out else {}),
             "theory/n_runs": len(formed), "theory/n_icl_formed": int(formed.sum())}
 
 

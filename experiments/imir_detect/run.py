@@ -1,4 +1,4 @@
-"""Automatic circuit detection on the IMIR manifold (issue 15 part 2; SPEC 3.6).
+"""Automatic circuit detection on the IMIR manifold (IMIR paper; docs/imir.md, section 7).
 
 Per enabled setting (2-layer recall on in-context data, on in-weights data; 2-hop induction in
 5 layers): the theory's model (``imir_config``: frozen centred one-hot embeddings and
@@ -76,7 +76,7 @@ def setting(name: str, s: dict) -> dict:
     return {"name": name, "cfg": s, "spec": spec, "frame": frame, "basis": basis}
 
 
-SPEC_KEYS = ("hops", "n_layers", "n_heads", "n_common", "n_rare", "n_blocks", "f_r", "f_v",
+TASK_KEYS = ("hops", "n_layers", "n_heads", "n_common", "n_rare", "n_blocks", "f_r", "f_v",
              "causal", "offsets", "positions")
 # a run trained before these keys existed was the non-causal cyclic model on the extended set
 LEGACY = {"causal": False, "offsets": "cyclic", "positions": "all"}
@@ -131,7 +131,7 @@ def build(config) -> dict:
                 trained = {**LEGACY, **trained}
             else:
                 trained = bare_weights_model(c, name)
-            settings[name] = setting(name, {**s, **{k: trained[k] for k in SPEC_KEYS
+            settings[name] = setting(name, {**s, **{k: trained[k] for k in TASK_KEYS
                                                       if k in trained}})
         elif s["enabled"] and source is None:
             settings[name] = setting(name, s)

@@ -30,8 +30,8 @@ def _setting(doc: str) -> Section:
         offsets=choice(("fixed", "cyclic"), "block-list layout: fixed (the query ends the "
                        "sequence, no wrap: the paper's) or cyclic (uniformly rotated, for the "
                        "non-causal theory)", default="fixed"),
-        positions=choice(("paper", "all"), "position selections of the basis: paper (SPEC "
-                         "3.3's P = {I_p, M, .., M^(k-1)}, k the block length) or all (the "
+        positions=choice(("paper", "all"), "position selections of the basis: paper (the "
+                         "IMIR paper's P = {I_p, M, .., M^(k-1)}, k the block length) or all (the "
                          "extended M^1 .. M^(T-1), forward shifts included)", default="paper"),
     )
 

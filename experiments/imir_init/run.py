@@ -1,4 +1,4 @@
-"""Which induction route wins from which initialization (issue 15 part 1; SPEC 3.5), in a
+"""Which induction route wins from which initialization (IMIR paper; docs/imir.md, section 8), in a
 3-layer attention-only IMIR model on associative recall: routes L1>L2, L1>L3, L2>L3 (previous-
 token head, match head; ``mechjax.analysis.imir.routes.route_units``).
 

@@ -1,4 +1,4 @@
-"""Old vs new ODE integration for IMIR (issue 12 item 7), side by side: the hand-written fixed-step
+"""Old vs new ODE integration for IMIR, side by side: the hand-written fixed-step
 RK4 the library used before (kept here only as the comparison) against ``dynamics.solver`` (diffrax,
 adaptive Tsit5 with error control), on
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from mechjax.analysis.imir.cells import standard as std_cells
 from mechjax.analysis.imir.cells import theory as imir_cells
+from mechjax.analysis.imir.phase.diagrams import PhaseDiagram
 from mechjax.analysis.imir.phase import clockfree as cf
 from mechjax.analysis.imir.phase import readoffs as ph
 from mechjax.sweeps.sweep import log
@@ -33,24 +34,24 @@ def straddling_cells(winner: np.ndarray, n: int, seed: int) -> np.ndarray:
     return np.sort(pick)
 
 
-def theory_cells(c: dict, ex: dict, summary: dict, metrics: dict) -> dict:
+def theory_cells(c: dict, ex: PhaseDiagram, summary: dict, metrics: dict) -> dict:
     """Cells straddling the exact diagram's boundaries trained as full transformers (the theory's
     architecture, vmapped), to the diagram's horizon: winner agreement and final accuracies."""
     v, e, o = c["validate"], c["exact"], c["ode"]
-    pick = straddling_cells(ex["ro"]["winner"].reshape(ex["FR"].shape), v["n_cells"], v["seed"])
-    fr_c, fv_c = ex["FR"].ravel()[pick], ex["FV"].ravel()[pick]
+    pick = straddling_cells(ex.grid("winner"), v["n_cells"], v["seed"])
+    fr_c, fv_c = ex.X.ravel()[pick], ex.Y.ravel()[pick]
     steps = int(round(float(e["t1"]) / v["lr"]))
     n_save = e["n_save"]
     steps -= steps % n_save
     log(f"training {len(pick)} full transformers on cells straddling the exact boundary, "
         f"{steps} SGD steps, lr {v['lr']}, batch {v['batch_size']}")
     t0 = time.perf_counter()
-    tr = imir_cells.train_cells(ex["spec"], o["init"], fr_c, fv_c, float(v["lr"]), steps,
+    tr = imir_cells.train_cells(ex.spec, o["init"], fr_c, fv_c, float(v["lr"]), steps,
                                 n_save, v["batch_size"], v["eval_size"], v["seed"],
                                 rare_pool="cell")
     train_s = time.perf_counter() - t0
     ro_tr = ph.readoff({**tr, "acc_rare": tr["p_rare"]}, tr["t"], o["threshold"])
-    ro_ex = {k: v_[pick] for k, v_ in ex["ro"].items()}
+    ro_ex = {k: v_[pick] for k, v_ in ex.cells.items()}
     agree = ro_tr["winner"] == ro_ex["winner"]
     per_cell = train_s / len(pick) * float(e["t1"]) / float(tr["t"][-1])
     summary.update({
@@ -63,34 +64,34 @@ def theory_cells(c: dict, ex: dict, summary: dict, metrics: dict) -> dict:
         "cells_exact/p_iwl_abs_error": float(np.max(np.abs(ro_tr["p_iwl"] - ro_ex["p_iwl"]))),
         "cells_exact/train_seconds": train_s,
         "speed/seconds_per_trained_cell_at_grid_horizon": per_cell,
-        "speed/ratio_train_per_cell_vs_grid": per_cell * ex["FR"].size / ex["seconds"]})
+        "speed/ratio_train_per_cell_vs_grid": per_cell * ex.X.size / ex.seconds})
     metrics.update({"cells_exact/p_rare": tr["p_rare"], "cells_exact/p_iwl": tr["p_iwl"],
                     "cells_exact/t": tr["t"], "cells_exact/index": pick})
     return {"x": fr_c, "y": fv_c, "winner": ro_tr["winner"], "p_rare": ro_tr["p_rare"],
             "emergence": ro_tr["emergence"], "label": "theory's architecture"}
 
 
-def standard_cells(c: dict, ex: dict, summary: dict, metrics: dict,
+def standard_cells(c: dict, ex: PhaseDiagram, summary: dict, metrics: dict,
                    workdir: str | None = None) -> dict:
     """The straddling cells of ``theory_cells`` (``validate.seed``'s pick: the same cells when
     ``n_cells`` agree) trained as the standard architecture (``cells.standard``; ``workdir``:
     the sweep resumes there), all cells x seeds in one program: winner agreement with the exact
     diagram over every (cell, seed) run, per-seed winners and their per-cell majority."""
     vs, o = c["validate_standard"], c["ode"]
-    pick = straddling_cells(ex["ro"]["winner"].reshape(ex["FR"].shape), vs["n_cells"],
+    pick = straddling_cells(ex.grid("winner"), vs["n_cells"],
                             c["validate"]["seed"])
-    fr_c, fv_c = ex["FR"].ravel()[pick], ex["FV"].ravel()[pick]
+    fr_c, fv_c = ex.X.ravel()[pick], ex.Y.ravel()[pick]
     seeds = list(range(vs["seed"], vs["seed"] + vs["n_seeds"]))
     log(f"training the standard architecture on {len(pick)} straddling cells x {len(seeds)} "
         f"seeds (one program), d_model {vs['d_model']}, {vs['steps']} {vs['optimizer']} steps, "
         f"lr {vs['lr']}, batch {vs['batch_size']}, load {load_average()}")
     t0 = time.perf_counter()
     tr = std_cells.train_standard_cells(
-        ex["spec"], fr_c, fv_c, seeds, vs["d_model"], vs["steps"], float(vs["lr"]),
+        ex.spec, fr_c, fv_c, seeds, vs["d_model"], vs["steps"], float(vs["lr"]),
         vs["batch_size"], vs["eval_size"], vs["n_evals"], o["threshold"], vs["optimizer"],
         workdir)
     train_s = time.perf_counter() - t0
-    w_ex = ex["ro"]["winner"][pick]
+    w_ex = ex.cells["winner"][pick]
     major = std_cells.majority(tr["winner"])
     final = {k: tr[k][..., -1] for k in std_cells.READOFFS}
     log(f"standard architecture: {train_s:.1f} s, load {load_average()}")
@@ -107,7 +108,7 @@ def standard_cells(c: dict, ex: dict, summary: dict, metrics: dict,
         "cells_standard/winner_exact": [ph.WINNERS[w] for w in w_ex],
         # seed means against the exact diagram's final read-offs
         **{f"cells_standard/{k}_abs_error": float(np.max(np.abs(
-            final[k].mean(1) - ex["ro"][k][pick]))) for k in ("p_rare", "acc_rare", "p_iwl")},
+            final[k].mean(1) - ex.cells[k][pick]))) for k in ("p_rare", "acc_rare", "p_iwl")},
         "cells_standard/loss_first_last": [float(np.mean(tr["loss"][..., 0])),
                                            float(np.mean(tr["loss"][..., -1]))],
         "cells_standard/train_seconds": train_s, "cells_standard/load": load_average()})
@@ -124,7 +125,7 @@ def standard_cells(c: dict, ex: dict, summary: dict, metrics: dict,
             "label": "standard architecture (seed majority, mean p)"}
 
 
-def sgd_arm(c: dict, ex: dict, pick: np.ndarray, seeds: list[int], metrics: dict,
+def sgd_arm(c: dict, ex: PhaseDiagram, pick: np.ndarray, seeds: list[int], metrics: dict,
             workdir: str | None = None) -> dict:
     """The standard architecture on cells ``pick`` trained with plain SGD at
     ``validate_standard.sgd_lr`` for ``exact.t1 / sgd_lr`` steps, so that t = step x lr
@@ -134,12 +135,12 @@ def sgd_arm(c: dict, ex: dict, pick: np.ndarray, seeds: list[int], metrics: dict
     vs, o = c["validate_standard"], c["ode"]
     lr = float(vs["sgd_lr"])
     steps = sgd_steps(c["exact"]["t1"], lr, vs["n_evals"])
-    fr_c, fv_c = ex["FR"].ravel()[pick], ex["FV"].ravel()[pick]
+    fr_c, fv_c = ex.X.ravel()[pick], ex.Y.ravel()[pick]
     log(f"the standard architecture with plain SGD: {len(pick)} cells x {len(seeds)} seeds, "
         f"{steps} steps at lr {lr} (t = {steps * lr:g}), load {load_average()}")
     t0 = time.perf_counter()
     tr = std_cells.train_standard_cells(
-        ex["spec"], fr_c, fv_c, seeds, vs["d_model"], steps, lr, vs["batch_size"],
+        ex.spec, fr_c, fv_c, seeds, vs["d_model"], steps, lr, vs["batch_size"],
         vs["eval_size"], vs["n_evals"], o["threshold"], "sgd", workdir)
     train_s = time.perf_counter() - t0
     arm = "standard_arch_sgd"
@@ -147,7 +148,7 @@ def sgd_arm(c: dict, ex: dict, pick: np.ndarray, seeds: list[int], metrics: dict
                                                                "step", "winner")})
     # on the diagram's clock (t = step x lr); the clock-free measures do not depend on it
     timed = {**tr, "step": np.asarray(tr["step"], np.float64) * lr}
-    return {**_keys(f"{arm}/winner_agreement", cf.agreement(ex["ro"]["winner"][pick],
+    return {**_keys(f"{arm}/winner_agreement", cf.agreement(ex.cells["winner"][pick],
                                                             tr["winner"])),
             **clockfree_agreement(ex, pick, timed, o["threshold"], arm),
             f"{arm}/steps": steps, f"{arm}/lr": lr, f"{arm}/t_last": steps * lr,
@@ -160,16 +161,16 @@ def sgd_arm(c: dict, ex: dict, pick: np.ndarray, seeds: list[int], metrics: dict
             f"{arm}/train_seconds": train_s}
 
 
-def clockfree_agreement(ex: dict, pick: np.ndarray, tr: dict, threshold: float, arm: str,
-                        ) -> dict:
-    """The exact diagram's curves at cells ``pick`` (on ``ex["t"]``) against trained curves
+def clockfree_agreement(ex: PhaseDiagram, pick: np.ndarray, tr: dict, threshold: float,
+                        arm: str) -> dict:
+    """The exact diagram's curves at cells ``pick`` (on ``ex.t``) against trained curves
     ``tr`` (``[cell, seed, n_evals]`` on ``tr["step"]``), each on its own time axis
     (``phase.clockfree``): ``{arm}/order_agreement`` (which of ICL, IWL forms first),
     ``{arm}/emergence_spearman`` (ICL emergence ranked across cells) and
     ``{arm}/stable_winner_agreement`` (winner unchanged over the second half of each run,
     ``[t/2, t]``), each with ``_cells`` and the seed spread."""
-    t_ex, step = ex["t"], np.asarray(tr["step"], np.float64)
-    icl_ex, iwl_ex = (np.asarray(ex["out"][k])[pick] for k in ("p_rare", "p_iwl"))
+    t_ex, step = ex.t, np.asarray(tr["step"], np.float64)
+    icl_ex, iwl_ex = (np.asarray(ex.curves[k])[pick] for k in ("p_rare", "p_iwl"))
     order = cf.agreement(cf.first_to_form(t_ex, icl_ex, iwl_ex, threshold),
                          cf.first_to_form(step, tr["p_rare"], tr["p_iwl"], threshold))
     rho = cf.emergence_spearman(cf.emergence_time(t_ex, icl_ex, threshold),

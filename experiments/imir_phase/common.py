@@ -13,18 +13,15 @@ def first_step(t1: float, n_steps: int) -> float:
     return float(t1) / n_steps
 
 
-def record_b_grid(suffix: str, ro: dict, BB: np.ndarray, b_ax: np.ndarray, fr_ax: np.ndarray,
-                   sb: np.ndarray, seconds: float, summary: dict, metrics: dict) -> dict:
-    """A (b, f_r) diagram's summary (``grid_b<suffix>/*``) and metrics (``bfr<suffix>/*``);
-    returns the s*b contour fit."""
-    contour = ph.contour_agreement(sb, ro["icl"].reshape(BB.shape))
-    summary.update({f"grid_b{suffix}/seconds": seconds, f"grid_b{suffix}/cells": int(BB.size),
-                    f"grid_b{suffix}/contour_sb": contour,
-                    f"grid_b{suffix}/winner_counts": ph.winner_counts(ro["winner"])})
+def record_b_grid(suffix: str, d, summary: dict, metrics: dict) -> None:
+    """A (b, f_r) diagram's (``PhaseDiagram`` or the 4-coordinate one's fields) summary
+    (``grid_b<suffix>/*``) and metrics (``bfr<suffix>/*``)."""
+    summary.update({f"grid_b{suffix}/seconds": d.seconds, f"grid_b{suffix}/cells": int(d.X.size),
+                    f"grid_b{suffix}/contour_sb": d.contour,
+                    f"grid_b{suffix}/winner_counts": ph.winner_counts(d.cells["winner"])})
     for k in ("winner", "p_rare", "p_iwl", "emergence"):
-        metrics[f"bfr{suffix}/{k}"] = ro[k].reshape(BB.shape)
-    metrics[f"bfr{suffix}/b"], metrics[f"bfr{suffix}/f_r"] = b_ax, fr_ax
-    return contour
+        metrics[f"bfr{suffix}/{k}"] = d.grid(k)
+    metrics[f"bfr{suffix}/b"], metrics[f"bfr{suffix}/f_r"] = d.x, d.y
 
 
 def spec_of(e: dict, b: int | None = None) -> bl.BlockListSpec:

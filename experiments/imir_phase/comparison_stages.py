@@ -16,6 +16,7 @@ import numpy as np
 from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.cells import theory as imir_cells
 from mechjax.analysis.imir.phase import four_coord as fc
+from mechjax.analysis.imir.phase.diagrams import PhaseDiagram
 from mechjax.analysis.imir.manifold import confinement as cf
 from experiments.imir_measure import measure
 from mechjax.analysis.imir.phase import readoffs as ph
@@ -32,63 +33,55 @@ from mechjax.sweeps.timing import load_average
 from experiments.imir_phase.common import first_step, record_b_grid
 
 
-def frfv_diagram(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> dict:
+def frfv_diagram(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> PhaseDiagram:
     """The 4-coordinate (f_r, f_v) diagram at burstiness ``task.b`` (a labelled comparison; the
-    default diagram is ``exact_frfv_diagram``): one vmapped reduced-ODE solve."""
+    default diagram is the exact one, ``stages.frfv_diagram``): one vmapped reduced-ODE solve."""
     o, g, b0 = c["ode"], c["grid"], c["task"]["b"]
-    fr_ax = np.linspace(g["f_r_min"], g["f_r_max"], g["n"])
-    fv_ax = np.linspace(g["f_v_min"], g["f_v_max"], g["n"])
-    FR, FV = np.meshgrid(fr_ax, fv_ax, indexing="ij")
     log(f"imir_phase: ({g['n']} x {g['n']}) (f_r, f_v) grid, reduced ODE, b={b0}, "
         f"load {load_average()}")
-    out, t_comp, t_run = fc.timed_grid(c["sizes"], o["init"], b0, FR.ravel(), FV.ravel(),
-                                       float(o["t1"]), o["n_save"],
-                                       first_step(o["t1"], o["n_steps"]))
-    ro = fc.readoff(out, t_ode, np.full(FR.size, float(b0)), o["threshold"])
-    sb = b0 * ph.s_factor(FR, FV)
-    contour = ph.contour_agreement(sb, ro["icl"].reshape(FR.shape))
-    log(f"grid: {FR.size} ODE solves in {t_run:.1f} s (+ {t_comp:.1f} s compile), "
-        f"load {load_average()}")
-    summary.update({"grid_4coord/seconds": t_run, "grid_4coord/compile_seconds": t_comp,
-                    "grid_4coord/cells": int(FR.size),
-                    "grid_4coord/winner_counts": ph.winner_counts(ro["winner"]),
-                    "grid_4coord/contour_sb": contour})
+    d = fc.fr_fv_diagram(c["sizes"], o["init"], b0,
+                         np.linspace(g["f_r_min"], g["f_r_max"], g["n"]),
+                         np.linspace(g["f_v_min"], g["f_v_max"], g["n"]), float(o["t1"]),
+                         o["n_save"], o["threshold"], first_step(o["t1"], o["n_steps"]))
+    log(f"grid: {d.X.size} ODE solves in {d.seconds:.1f} s (+ {d.compile_seconds:.1f} s "
+        f"compile), load {load_average()}")
+    summary.update({"grid_4coord/seconds": d.seconds,
+                    "grid_4coord/compile_seconds": d.compile_seconds,
+                    "grid_4coord/cells": int(d.X.size),
+                    "grid_4coord/winner_counts": ph.winner_counts(d.cells["winner"]),
+                    "grid_4coord/contour_sb": d.contour})
     for k in ("winner", "p_rare", "acc_rare", "p_iwl", "emergence"):
-        metrics[f"frfv_4coord/{k}"] = ro[k].reshape(FR.shape)
-    metrics["frfv_4coord/theta_final"] = out["theta"][:, -1].reshape(FR.shape + (4,))
-    metrics["frfv_4coord/f_r"], metrics["frfv_4coord/f_v"] = fr_ax, fv_ax
+        metrics[f"frfv_4coord/{k}"] = d.grid(k)
+    metrics["frfv_4coord/theta_final"] = d.curves["theta"][:, -1].reshape(d.X.shape + (4,))
+    metrics["frfv_4coord/f_r"], metrics["frfv_4coord/f_v"] = d.x, d.y
     # float32 against float64 at a 10x tighter tolerance on a few cells
-    idx = np.linspace(0, FR.size - 1, o["check_cells"]).astype(int)
+    idx = np.linspace(0, d.X.size - 1, o["check_cells"]).astype(int)
     with jax.enable_x64(True):
-        fine = fc.solve_grid(c["sizes"], o["init"], b0, FR.ravel()[idx], FV.ravel()[idx],
+        fine = fc.solve_grid(c["sizes"], o["init"], b0, d.X.ravel()[idx], d.Y.ravel()[idx],
                              float(o["t1"]), o["n_save"], dtype=jnp.float64,
                              rtol=solve.RTOL / 10, atol=solve.ATOL / 10)
         fine = {k: np.asarray(v) for k, v in fine.items()}
     for k in ("theta", "p_rare"):
         summary[f"grid_4coord/check_f64_tight_max_abs_{k}"] = float(
-            np.max(np.abs(fine[k] - out[k][idx])))
-    return {"FR": FR, "FV": FV, "fr_ax": fr_ax, "fv_ax": fv_ax, "out": out, "sb": sb,
-            "contour": contour, "seconds": t_run}
+            np.max(np.abs(fine[k] - d.curves[k][idx])))
+    return d
 
 
-def bfr_diagram(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> dict:
+def bfr_diagram(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> PhaseDiagram:
     """The (b, f_r) diagram at ``task_b.f_v``, b = 1 .. n_blocks - 1."""
-    o, fv = c["ode"], c["task_b"]["f_v"]
-    b_ax = np.arange(1, c["task_b"]["n_blocks"])
-    fr_ax = metrics["frfv_4coord/f_r"]
-    BB, FR = np.meshgrid(b_ax, fr_ax, indexing="ij")
-    out, _, t_run = fc.timed_grid(c["sizes_b"], o["init"], BB.ravel(), FR.ravel(), fv,
-                                  float(o["t1"]), o["n_save"], first_step(o["t1"], o["n_steps"]))
-    ro = fc.readoff(out, t_ode, BB.ravel().astype(float), o["threshold"])
-    sb = BB * ph.s_factor(FR, fv)
-    contour = record_b_grid("_4coord", ro, BB, b_ax, fr_ax, sb, t_run, summary, metrics)
-    return {"b_ax": b_ax, "sb": sb, "contour": contour}
+    o = c["ode"]
+    d = fc.b_fr_diagram(c["sizes_b"], o["init"], np.arange(1, c["task_b"]["n_blocks"]),
+                        metrics["frfv_4coord/f_r"], c["task_b"]["f_v"], float(o["t1"]),
+                        o["n_save"], o["threshold"], first_step(o["t1"], o["n_steps"]))
+    record_b_grid("_4coord", d, summary, metrics)
+    return d
 
 
-def theorem_checks(c: dict, t_ode: np.ndarray, frfv: dict, summary: dict) -> tuple[dict, dict]:
+def theorem_checks(c: dict, t_ode: np.ndarray, frfv: PhaseDiagram,
+                   summary: dict) -> tuple[dict, dict]:
     """Theorems 2 and 3 (``theorems.four_coord``); returns the rows and series to plot."""
     t2, t3 = c["theorem2"], c["theorem3"]
-    grid = {"t": t_ode, "out": frfv["out"], "f_r": frfv["FR"], "f_v": frfv["FV"],
+    grid = {"t": t_ode, "out": frfv.curves, "f_r": frfv.X, "f_v": frfv.Y,
             "b": c["task"]["b"]}
     r2 = th.theorem2_protocols(c["sizes"], c["sizes_t2"], c["ode"]["init"], t2["p_iwl"], t2["b"],
                                t2["settings"], grid)
@@ -109,11 +102,11 @@ def reference_cell(c: dict, t_ode: np.ndarray, summary: dict, metrics: dict) -> 
                                                t["f_v_ref"], t["b"]))
 
 
-def trained_cells(c: dict, t_ode: np.ndarray, frfv: dict, summary: dict, metrics: dict,
-                  fig_dir: str) -> dict | None:
+def trained_cells(c: dict, t_ode: np.ndarray, frfv: PhaseDiagram, summary: dict,
+                  metrics: dict, fig_dir: str) -> dict | None:
     """A sample of grid cells trained as full transformers (vmapped), against the ODE."""
     ce, o, b0 = c["cells"], c["ode"], c["task"]["b"]
-    FR, FV = frfv["FR"], frfv["FV"]
+    FR, FV = frfv.X, frfv.Y
     pick = np.sort(np.random.default_rng(ce["seed"]).choice(FR.size, ce["n_cells"],
                                                             replace=False))
     # the reference cell goes first (for the trajectory figure)
@@ -130,14 +123,14 @@ def trained_cells(c: dict, t_ode: np.ndarray, frfv: dict, summary: dict, metrics
                           dt0=first_step(horizon, o["n_steps"]))
     ode_c = {k: np.asarray(v) for k, v in ode_c.items()}
     near = ph.nearest_cells(FR, FV, fr_c, fv_c)
-    cmp, trc = fc.cells_vs_ode(tr, ode_c, {k: v[near] for k, v in frfv["out"].items()},
+    cmp, trc = fc.cells_vs_ode(tr, ode_c, {k: v[near] for k, v in frfv.curves.items()},
                                     t_ode, b0, o["threshold"], fr_c, fv_c)
     # time one transformer cell would need for the ODE's horizon
     per_cell = train_s / len(fr_c) * float(o["t1"]) / horizon
     summary.update(cmp | {"cells/train_seconds": train_s,
                           "speed_4coord/seconds_per_trained_cell_at_grid_horizon": per_cell,
                           "speed_4coord/ratio_train_per_cell_vs_grid": per_cell * FR.size
-                          / frfv["seconds"]})
+                          / frfv.seconds})
     metrics.update({"cells/theta": tr["theta"], "cells/t": tr["t"], "cells/p_rare": tr["p_rare"],
                     "cells/p_iwl": tr["p_iwl"], "cells/loss": tr["loss"],
                     "cells/theta_ode": ode_c["theta"]})
@@ -185,20 +178,19 @@ def confinement(c: dict, summary: dict) -> None:
     summary["confinement/rel_residual"] = conf["rel_residual"]
 
 
-def figures(c: dict, fig_dir: str, metrics: dict, frfv: dict, bfr: dict, t2_rows: dict,
-            t3_series: dict, cells_xy: dict | None) -> None:
+def figures(c: dict, fig_dir: str, metrics: dict, frfv: PhaseDiagram, bfr: PhaseDiagram,
+            t2_rows: dict, t3_series: dict, cells_xy: dict | None) -> None:
     o, b0, nb = c["ode"], c["task"]["b"], c["task_b"]["n_blocks"]
     save_figure(plots.phase_diagram(
-        frfv["fr_ax"], frfv["fv_ax"], metrics["frfv_4coord/winner"], metrics["frfv_4coord/p_rare"],
-        metrics["frfv_4coord/emergence"], frfv["sb"], frfv["contour"]["c"],
+        frfv.x, frfv.y, frfv.grid("winner"), frfv.grid("p_rare"), frfv.grid("emergence"),
+        frfv.sb, frfv.contour["c"],
         "f_r (rare fraction)", "f_v (within-class variability)",
         f"comparison: 4-coordinate (alpha, beta, gamma, delta) ODE, not closed; b={b0}, "
         f"T={c['sizes'].seq_len}, V={c['sizes'].vocab}, t1={o['t1']}", ph.WINNERS, cells_xy),
         os.path.join(fig_dir, "phase_fr_fv_4coord.png"))
     save_figure(plots.phase_diagram(
-        bfr["b_ax"].astype(float), frfv["fr_ax"], metrics["bfr_4coord/winner"],
-        metrics["bfr_4coord/p_rare"], metrics["bfr_4coord/emergence"], bfr["sb"],
-        bfr["contour"]["c"], "b (burstiness)", "f_r (rare fraction)",
+        bfr.x.astype(float), bfr.y, bfr.grid("winner"), bfr.grid("p_rare"),
+        bfr.grid("emergence"), bfr.sb, bfr.contour["c"], "b (burstiness)", "f_r (rare fraction)",
         f"comparison: 4-coordinate ODE, f_v={c['task_b']['f_v']}, n={nb} blocks, "
         f"V={c['sizes_b'].vocab}", ph.WINNERS, None),
         os.path.join(fig_dir, "phase_b_fr_4coord.png"))
@@ -208,15 +200,15 @@ def figures(c: dict, fig_dir: str, metrics: dict, frfv: dict, bfr: dict, t2_rows
                 os.path.join(fig_dir, "theorem3.png"))
 
 
-def four_vs_exact(c: dict, ex: dict, summary: dict) -> None:
+def four_vs_exact(c: dict, ex: PhaseDiagram, summary: dict) -> None:
     """The 4-coordinate closed form on the exact diagram's spec, grid and horizon: how often it
     names the same winner (its own ICL level, capped at b / (b + 1))."""
-    e, o, spec = c["exact"], c["ode"], ex["spec"]
+    e, o, spec = c["exact"], c["ode"], ex.spec
     four = fc.solve_grid(rd.RecallSizes.from_spec(spec), o["init"], spec.burstiness,
-                         ex["FR"].ravel(), ex["FV"].ravel(), float(e["t1"]), e["n_save"],
+                         ex.X.ravel(), ex.Y.ravel(), float(e["t1"]), e["n_save"],
                          dt0=first_step(e["t1"], e["n_steps"]))
-    ro = fc.readoff({k: np.asarray(v) for k, v in four.items()}, ex["t"],
-                    np.full(ex["FR"].size, float(spec.burstiness)), o["threshold"])
+    ro = fc.readoff({k: np.asarray(v) for k, v in four.items()}, ex.t,
+                    np.full(ex.X.size, float(spec.burstiness)), o["threshold"])
     summary["grid_4coord/winner_agreement_with_exact"] = float(np.mean(
-        ro["winner"] == ex["ro"]["winner"]))
+        ro["winner"] == ex.cells["winner"]))
     summary["grid_4coord/winner_counts_on_exact_spec"] = ph.winner_counts(ro["winner"])

@@ -1,5 +1,5 @@
-"""IMIR phase diagrams (issue 6 part 5): which circuit wins (in-context vs in-weights), rare-token
-ICL accuracy and ICL emergence time over (f_r, f_v) and over (b, f_r), from the exact reduced
+"""IMIR phase diagrams (docs/imir.md, sections 6 and 9): which circuit wins (in-context vs
+in-weights), rare-token ICL accuracy and ICL emergence time over (f_r, f_v) and over (b, f_r), from the exact reduced
 model on every manifold coordinate (``mechjax.analysis.imir.dynamics.model``), one compiled
 vmapped solve per grid (``dynamics.grid``). Then: the model against the enumerated field and
 against SGD; Theorems 2 and 3 and the emergence order; cells straddling the diagram's boundaries
@@ -19,6 +19,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from mechjax.analysis.imir.phase.diagrams import PhaseDiagram
 from mechjax.cli import experiment
 from mechjax.io import write_json, write_npz
 from mechjax.sweeps.timing import load_average
@@ -46,7 +47,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     if c["validate_standard"]["n_cells"]:
         trained.append(cell_stages.standard_cells(c, frfv, summary, metrics,
                                                   os.path.join(workdir, "standard_cells")))
-    stages.figures(c, fig_dir, metrics, frfv, bfr, trained or None)
+    stages.figures(c, fig_dir, frfv, bfr, trained or None)
     stages.sizes_scan(c, summary, metrics, fig_dir)
     if c["four_coord"]["enabled"]:
         four_coordinate_comparison(c, frfv, summary, metrics, fig_dir)
@@ -55,7 +56,7 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     return summary
 
 
-def four_coordinate_comparison(c: dict, ex: dict, summary: dict, metrics: dict,
+def four_coordinate_comparison(c: dict, ex: PhaseDiagram, summary: dict, metrics: dict,
                                fig_dir: str) -> None:
     """The closed-form 4-coordinate model's diagrams, theorem checks, trained cells, the
     enumerated full-manifold ODE against gradient descent, and confinement: the labelled
@@ -87,7 +88,8 @@ def format_summary(summary: dict[str, Any]) -> str:
             "standard_arch_sgd/winner_agreement", "standard_arch_sgd/winner_agreement_cells",
             "standard_arch_sgd/order_agreement", "standard_arch_sgd/emergence_spearman",
             "standard_arch_sgd/stable_winner_agreement",
-            "grid_4coord/seconds", "grid_4coord/contour_sb", "theorem2/max_rel_error", "theorem3/slope_vs_b", "theorem3/r2",
+            "grid_4coord/seconds", "grid_4coord/contour_sb", "theorem2/max_rel_error",
+            "theorem3/slope_vs_b", "theorem3/r2",
             "ode_vs_training/max_rel_deviation",
             "theorem2_exact/protocol_max_abs_diff_vs_4coord_f_v_0", "theorem3_exact/r2",
             "emergence_exact/order_exact", "emergence_exact/order_trained",

@@ -113,7 +113,8 @@ def seed_cores(trainer, result: SweepResult) -> SeedCores:
     """ACE on every seed's final parameters as one vmapped program (``ace.analyse_seeds``) on
     the held-out pairs, then the seeds x seeds overlap and CCA of the cores."""
     cfg = trainer.model_cfg
-    pipe = grokking_core.core_pipeline(hook_name=f"blocks.{cfg.n_layers - 1}.hook_resid_post")
+    pipe = grokking_core.core_pipeline(hook_name=f"blocks.{cfg.n_layers - 1}.hook_resid_post",
+                                       keep_coords=None)
     params = {k: jnp.asarray(v) for k, v in result.params_at(grid=0).items()}
     out = ace.analyse_seeds(params, grokking_core.heldout_pair_inputs(trainer.task), cfg, pipe)
     rank = np.asarray(out.core_dim)

@@ -5,7 +5,7 @@
 Data flow: ``runs.open(config.run)`` (an ``experiments.assign_add`` run with parameter snapshots;
 only read) -> seeds labelled *bound* where the run's final ``outcome`` metric (1-var restricted
 accuracy; at evaluation ``outcome_step`` when given, and then only steps up to it count) is
->= ``bound_at`` -> the seven progress measures (SPEC 1.4) of every seed at every
+>= ``bound_at`` -> the seven progress measures (docs/assign_add.md) of every seed at every
 saved step, from the snapshots (``measure_table``; probe data drawn from the run's own split)
 -> ``earliest_separating_step``: the first saved step from which a one-measure threshold, fit
 on half the seeds, tells bound from never-bound seeds on the other half (>= ``min_accuracy`` at

@@ -1,4 +1,4 @@
-"""ACE on the binding circuit across the seeds of an Assign-and-Add run (issue 32 item 4).
+"""ACE on the binding circuit across the seeds of an Assign-and-Add run (docs/seed_atlas.md).
 
     python -m experiments.seed_atlas.binding_cores --run=RUN --workdir=OUT [--step=STEP]
 

@@ -56,6 +56,6 @@ BC_SCHEMA = Schema(
     jac_samples=integer("of them, the Jacobian samples of the tail at `=`", min=1),
     probe_seed=integer("which queries", min=0),
     tau=fraction("the energy threshold of the core rank"),
-    float64=boolean("ACE in float64 (SPEC 2.1)"),
+    float64=boolean("ACE in float64 (as the ACE authors' code)"),
     compare_dims=integer("leading core coordinates kept for CCA", min=1),
 )

@@ -4,9 +4,10 @@ allocated once, the member's bytes are read straight into it and their CRC-32 is
 the archive's. ``np.load`` reads the same bytes in chunks through ``zipfile``, checks the same
 CRC, parses each header with ``ast.literal_eval`` and copies the data again: about 1.5x the time
 on a run's snapshots, which is what lets validation cost nothing net when a run is opened (see
-BUILD_NOTES, issue 30). Any archive outside that pattern (compressed, Fortran order, structured,
-bfloat16, a non-``.npy`` member, a repeated name) returns ``None`` and the caller uses
-``np.load``: this module is a fast path, never a second definition of the format."""
+docs/design.md, "Every file read is validated"). Any archive outside that pattern (compressed,
+Fortran order, structured, bfloat16, a non-``.npy`` member, a repeated name) returns ``None`` and
+the caller uses ``np.load``: this module is a fast path, never a second definition of the
+format."""
 from __future__ import annotations
 
 import re

@@ -11,6 +11,8 @@
 * ``attention_mix``, ``attention_rate`` -- attention patterns mixed towards a constant (Zhong et al.
   2023); ``rate_model``: the transformer at a traced rate
 * ``icl_minimal``   -- Reddy's (ICLR 2024) minimal in-context classification network (``icl_model``)
+* ``flax_adapter``  -- a Flax NNX or Linen module as a ``Model`` (``nnx_model``, ``linen_model``), hooks
+  by module path (imported on first use: Flax takes a second to import)
 
 The IMIR paper's attention-only network is the transformer with ``imir_config(frame)``; its
 truncated forward (``mechjax.analysis.imir.forward.truncated_model``) lives with the frame it is
@@ -27,4 +29,16 @@ from mechjax.models.transformer import (Params, apply, count_params, forward, in
 __all__ = ["ConfigError", "HookNameError", "Model", "ModelConfig", "Params", "as_model", "transformer_model", "apply", "attention_rate", "check_hook_names", "count_params",
            "fastpath", "forward", "generate", "hook_names", "hooks", "icl_minimal",
            "init_params", "mean_ablate", "param_shapes", "patch", "project_onto",
-           "run_with_cache", "run_with_hooks", "transformer", "zero_ablate"]
+           "run_with_cache", "run_with_hooks", "transformer", "zero_ablate",
+           "flax_adapter", "nnx_model", "linen_model", "FlaxConfig"]
+
+_FLAX_EXPORTS = ("flax_adapter", "nnx_model", "linen_model", "FlaxConfig")
+
+
+def __getattr__(name: str):
+    """The Flax adapter's names, imported on first use."""
+    if name in _FLAX_EXPORTS:
+        import importlib
+        module = importlib.import_module("mechjax.models.flax_adapter")
+        return module if name == "flax_adapter" else getattr(module, name)
+    raise AttributeError(f"module 'mechjax.models' has no attribute {name!r}")

@@ -11,13 +11,13 @@ only through linear maps: its query row, ``u . x[b, k]`` for every key and
 ``(u E^T)[t]``, a ``[b, d] x [d, V]`` product read at the tokens (a gather), and
 ``sum_k w[b, k] E[t_bk]`` is ``(sum_k w[b, k] onehot[b, k]) E``, the weights added into their
 tokens' bins (a scatter-add) before the product. Gathers, not batched one-hot products: XLA's CPU
-dot runs ``[b, 1, V] x [b, V, p]`` at 7-20 GFLOP/s (1.06x for the step, BUILD_NOTES issue 31,
-stop 47). Layer 0's scores are
+dot runs ``[b, 1, V] x [b, V, p]`` at 7-20 GFLOP/s (1.06x for the step, measured; docs/design.md,
+"The one-position fast path"). Layer 0's scores are
 ``(Q[t_q] + Q_pos[q]) . (K[t_k] + K_pos[k])``: four gathers from the ``[V + p, V + p]`` table of
 all token/position score pairs. The arithmetic is the full forward's, summed in another order
 (equal in float64, ``tests/test_fastpath.py``; in float32 equal to rounding). What it saves is
 the ``[b, p, d]`` form's transposed batched products and re-layout copies, which took most of the
-backward (BUILD_NOTES, issue 31 items 1 and 2, with the measured ratios).
+backward (measured; docs/design.md, "The one-position fast path").
 """
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ class Tables(NamedTuple):
         """``[(1 + g) p, d]``: ``P``, then ``VP`` of each head. ``dot`` and ``mix`` read both
         through one product: XLA's CPU dot runs the ``[b, p] x [p, d]`` products' transposes
         (the backward) at 12-60 GFLOP/s, so two of them cost more than one twice as wide
-        (1.02-1.03x for the step, BUILD_NOTES issue 31, stop 48)."""
+        (1.02-1.03x for the step, measured)."""
         return jnp.concatenate([self.pos[None], jnp.moveaxis(self.vo_pos, 1, 0)]).reshape(
             -1, self.pos.shape[-1])
 

@@ -75,7 +75,7 @@ def _forward(params: Params, tokens: jax.Array, cfg: IclModelConfig):
     for i in range(cfg.n_layers):
         q, k, v = (h @ params[f"attn{i}.W_{m}"] for m in "QKV")
         # Scores scaled by 1/sqrt(d_model), as in standard attention: unscaled, Adam at lr 1e-2
-        # sent the scores' logits up until training diverged (BUILD_NOTES, issue 27 items 3-4).
+        # sent the scores' logits up until training diverged (docs/icl_minimal.md).
         scores = q @ jnp.swapaxes(k, 1, 2) / jnp.sqrt(jnp.asarray(h.shape[-1], h.dtype))
         scores = jnp.where(mask, scores, -jnp.inf)
         att = jax.nn.softmax(scores, axis=-1)

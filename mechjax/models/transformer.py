@@ -38,7 +38,7 @@ def param_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
         pre = f"blocks.{layer}."
         if cfg.normalization != "none":
             shapes.update({pre + "ln1.w": (d,), pre + "ln1.b": (d,)})
-            if cfg.has_mlp(layer) or cfg.normalization == "pre":
+            if cfg.has_mlp(layer):  # ln2 belongs to the MLP sublayer (before it or after it)
                 shapes.update({pre + "ln2.w": (d,), pre + "ln2.b": (d,)})
         if cfg.merged_kq:
             shapes[pre + "attn.W_KQ"] = (h, d, d)

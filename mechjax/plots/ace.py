@@ -1,4 +1,4 @@
-"""Figures of algorithmic-core experiments (SPEC 2.5): causal bars with per-seed dots, eigenvalues
+"""Figures of algorithmic-core experiments (ACE paper): causal bars with per-seed dots, eigenvalues
 on the unit circle, and seeds x seeds comparison heatmaps (via ``plots.heatmaps``).
 
 Each function draws on ``ax`` when given (else on a new figure) and returns the Figure.

@@ -1,6 +1,6 @@
-"""Figures of the subject-verb agreement experiment (SPEC 2.7): AUC against depth for the four
-conditions, the core coordinate against the margin, margin boxplots under the interventions, and
-one continuation clean vs steered as text.
+"""Figures of the subject-verb agreement experiment (ACE paper; docs/ace.md): AUC against depth for
+the four conditions, the core coordinate against the margin, margin boxplots under the
+interventions, and one continuation clean vs steered as text.
 
 Each function draws on ``ax`` when given (else on a new figure) and returns the Figure.
 """

@@ -1,6 +1,6 @@
-"""Figures of the Assign-and-Add reproduction (SPEC 1.4): curves over training with a band over
-seeds and phase marks, phase close-ups aligned per seed, QK heatmaps, attention patterns, cosine
-histograms, the Fourier fit of one neuron, and the f / r data-requirement sweeps.
+"""Figures of the Assign-and-Add reproduction (docs/assign_add.md): curves over training with a
+band over seeds and phase marks, phase close-ups aligned per seed, QK heatmaps, attention patterns,
+cosine histograms, the Fourier fit of one neuron, and the f / r data-requirement sweeps.
 
 Every function takes arrays (``[n_seeds, n_evals]`` curves, ``{phase: [n_seeds]}`` steps), draws
 on ``ax`` / ``fig`` when given (else on a new figure) and returns the Figure. ``all_figures``:

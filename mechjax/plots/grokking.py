@@ -1,4 +1,4 @@
-"""Figures of the core-dynamics-at-grokking experiment (SPEC 2.6): accuracy and core dimension over
+"""Figures of the core-dynamics-at-grokking experiment (ACE paper): accuracy and core dimension over
 epochs, core-only / core-removed accuracy, eigenvalue clocks, weight decay 1 vs 0, r_suf vs r_nec,
 rotational modes. Inputs are per-checkpoint arrays ``[C, n_seeds]`` (as grokking_core returns
 them) and per-evaluation metrics ``[n_seeds, E]``. Each function draws on ``ax`` / ``fig`` when

@@ -29,8 +29,8 @@ def knob_figure(values, icl: np.ndarray, iwl: np.ndarray, knob: str, title: str 
     return fig
 
 
-def boundary_figure(sb: np.ndarray, icl_final: np.ndarray, sweep: list[str], threshold: float,
-                    formed_at: float, title: str = "") -> Figure:
+def boundary_figure(sb: np.ndarray, icl_final: np.ndarray, sweep: list[str],
+                    threshold: float | None, formed_at: float, title: str = "") -> Figure:
     """The theory's predicted boundary over the trained outcomes: one point per trained run
     (``sb``, ``icl_final``: ``[n_runs]``; ``sweep``: the sweep of each run, one colour each), the
     predicted contour ``s * b = threshold`` as a vertical line and the ICL-formed level as a
@@ -43,7 +43,8 @@ def boundary_figure(sb: np.ndarray, icl_final: np.ndarray, sweep: list[str], thr
     for i, name in enumerate(dict.fromkeys(sweep)):
         at = np.asarray([s == name for s in sweep])
         ax.scatter(sb[at] + spread[at], icl_final[at], s=18, alpha=0.7, color=f"C{i}", label=name)
-    ax.axvline(threshold, color="k", ls="--", lw=1, label=f"predicted s*b = {threshold:.2f}")
+    if threshold is not None:  # None: every run or none formed ICL, no contour to draw
+        ax.axvline(threshold, color="k", ls="--", lw=1, label=f"predicted s*b = {threshold:.2f}")
     ax.axhline(formed_at, color="0.5", ls=":", lw=1, label=f"ICL formed ({formed_at})")
     ax.set_xlabel("s * b (theory)")
     ax.set_ylabel("final ICL probe accuracy")

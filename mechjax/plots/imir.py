@@ -45,7 +45,7 @@ def phase_diagram(x: np.ndarray, y: np.ndarray, winner: np.ndarray, p_rare: np.n
         cb = fig.colorbar(im, ax=ax)
         if norm is not None:
             cb.set_ticks(range(4), labels=list(winners))
-        if np.nanmin(sb) < contour_c < np.nanmax(sb):
+        if contour_c is not None and np.nanmin(sb) < contour_c < np.nanmax(sb):
             ax.contour(x, y, np.asarray(sb, float).T, levels=[contour_c], colors="w",
                        linestyles="--", linewidths=1.5)
         for j, cs in enumerate(sets):
@@ -67,7 +67,8 @@ def phase_diagram(x: np.ndarray, y: np.ndarray, winner: np.ndarray, p_rare: np.n
         ax.set_title(name, fontsize=10)
     marks = "".join(f"; {MARKERS.get(cs.get('marker', 's'), cs.get('marker'))}: "
                     f"{cs.get('label', 'trained transformers')}" for cs in sets)
-    fig.suptitle(f"{title}\n(dashed: predicted contour s*b = {contour_c:.3g}{marks})",
+    contour = "none: one phase only" if contour_c is None else f"{contour_c:.3g}"
+    fig.suptitle(f"{title}\n(dashed: predicted contour s*b = {contour}{marks})",
                  fontsize=10)
     return root_figure(fig)
 
@@ -130,7 +131,7 @@ def winner_panels(panels: Sequence[Mapping], xlabel: str, ylabel: str, winners: 
         im = ax.imshow(np.asarray(p["winner"], float).T, origin="lower", aspect="auto",
                        extent=[x[0], x[-1], y[0], y[-1]], cmap=cmap, norm=norm,
                        interpolation="nearest")
-        if np.nanmin(p["sb"]) < p["c"] < np.nanmax(p["sb"]):
+        if p["c"] is not None and np.nanmin(p["sb"]) < p["c"] < np.nanmax(p["sb"]):
             ax.contour(x, y, np.asarray(p["sb"], float).T, levels=[p["c"]], colors="w",
                        linestyles="--", linewidths=1.5)
         ax.set_xlabel(xlabel)

@@ -1,4 +1,4 @@
-"""Figures of which induction route wins from which initialization (SPEC 3.5): winner maps with
+"""Figures of which induction route wins from which initialization (docs/imir.md): winner maps with
 trained initializations overlaid, and the route units' trajectories and interactions in one
 cell. Each function draws on ``fig`` when given (else on a new figure) and returns the Figure."""
 from __future__ import annotations

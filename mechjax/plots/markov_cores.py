@@ -1,4 +1,4 @@
-"""Figures of the Markov-chain cores experiment (SPEC 2.5), from its training curves, the seeds x
+"""Figures of the Markov-chain cores experiment (ACE paper), from its training curves, the seeds x
 seeds matrices of ``analysis.markov_cores.summarize_cores`` and its summary numbers.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ACE on subject-verb agreement (SPEC 2.7): the number margin, one rank-1 core per layer, its
+"""ACE on subject-verb agreement (ACE paper): the number margin, one rank-1 core per layer, its
 centred keep / remove / flip validation, the knob fit, all as one pure function of one model.
 
 ``analyse_model`` jits and vmaps over seeds (stacked parameters); inside, every layer is batched
@@ -9,8 +9,8 @@ interventions run with a hook on every layer that acts only where the layer inde
 vmapped one.
 
 Prompts are right-padded; the model is causal, so the output at ``last`` (each row's last prompt
-token) never sees the padding, and every read and intervention is at ``last`` only (SPEC 2.2, LLM
-case). Shape legend: B prompts, T positions, D d_model, L layers, V vocabulary.
+token) never sees the padding, and every read and intervention is at ``last`` only (the ACE paper's
+LLM validation). Shape legend: B prompts, T positions, D d_model, L layers, V vocabulary.
 """
 from __future__ import annotations
 

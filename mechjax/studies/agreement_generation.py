@@ -1,11 +1,11 @@
-"""Flipping grammatical number during free generation (SPEC 2.7), and judging the verbs produced.
+"""Flipping grammatical number during free generation (ACE paper), and judging the verbs produced.
 
 Steering (``PushMargin``): at every generation step, at the current last position only, the layer
 output moves along the core direction, ``h <- h + alpha q``, with ``alpha`` chosen for that step
 and row so that the number margin there becomes ``-sign(m) * target`` (``target`` = 1: "pushed to
 the opposite sign with magnitude 1"). The margin pushed is the copula margin
 ``logsumexp(are, were) - logsumexp(is, was)`` by default (the ACE authors' steering target), or
-SPEC 2.7's summed margin (``margin="summed"``), under which the pair of the tense the context
+the paper's summed margin (``margin="summed"``), under which the pair of the tense the context
 excludes absorbs part of the push. The margin is a nonlinear function of ``alpha`` (LayerNorm,
 later layers), so ``alpha`` is found by a few Newton steps on ``m(alpha) - goal`` (forward-mode
 derivative), starting from 0. ``ReflectCore`` is the validated flip (``x - 2 x q q^T``, centred) at

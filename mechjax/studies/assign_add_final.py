@@ -1,4 +1,4 @@
-"""Analyses of the final parameters of an Assign-and-Add sweep (SPEC 1.4-1.5): the exhaustive
+"""Analyses of the final parameters of an Assign-and-Add sweep (docs/assign_add.md): the exhaustive
 held-out accuracies and ``mechanism_summary`` of every seed as one batched program, and the views
 of one example model that its figures show (QK maps, attention patterns of one example, the
 Fourier fit of its best layer-2 MLP neuron); ``per_seed_numbers`` gathers the per-seed numbers

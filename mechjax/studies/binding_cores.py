@@ -1,4 +1,4 @@
-"""ACE cores where an Assign-and-Add model reads the variables it bound (issue 32 item 4).
+"""ACE cores where an Assign-and-Add model reads the variables it bound (docs/seed_atlas.md).
 
 The site is the residual stream at the layer-2 MLP input (``blocks.1.hook_resid_mid``) at the
 ``=`` position, on 2-var queries ``+ v1 v2 =`` (allowed operands, training pairs). Why there: the

@@ -1,13 +1,13 @@
-"""The algorithmic core of a modular-addition model over training (SPEC 2.1-2.3, 2.6).
+"""The algorithmic core of a modular-addition model over training (ACE paper, grokking).
 
-``core_pipeline`` is SPEC 2.6's ACE analysis of one checkpoint, run by ``ace.analyse`` (one model)
+``core_pipeline`` is the paper's ACE analysis of one checkpoint, run by ``ace.analyse`` (one model)
 or ``ace.analyse_stack`` (checkpoints x seeds as one compiled program): the energy rank, the
 causal rank scans through the linear tail (core-only / core-removed accuracy at every rank),
 r_nec, r_suf, the core dimension max(r_energy, r_nec), and the cyclic-shift fit of the class
 means inside that core (eigenvalues, held-out R^2, rotational modes). ``core_stats`` turns the
 result into the experiment's per-checkpoint record ``CoreStats``.
 
-Also here, for anything that trains SPEC 2.6's model: ``spec_model_config`` (the 2-layer post-LN
+Also here, for anything that trains the paper's model: ``spec_model_config`` (the 2-layer post-LN
 encoder) and the epoch/checkpoint bookkeeping (``steps_per_epoch``, ``checkpoint_epochs``,
 ``checked_schedule``: the schedule of a run with a branch, its relations checked).
 
@@ -26,16 +26,16 @@ from mechjax.analysis import ace
 from mechjax.models.config import ConfigError, ModelConfig
 
 Array = jax.Array
-HOOK = "blocks.1.hook_resid_post"  # SPEC 2.6: the layer-2 output, read at the last position
+HOOK = "blocks.1.hook_resid_post"  # the layer-2 output, read at the last position
 
 
 # ------------------------------------------------------------------------------------------------
-# The model and the training clock of SPEC 2.6
+# The model and the training clock of the ACE paper's grokking experiment
 # ------------------------------------------------------------------------------------------------
 def spec_model_config(p: int, n_layers: int = 2, d_model: int = 128, n_heads: int = 4,
                       d_mlp: int = 512, dropout: float = 0.1, n_ctx: int = 2,
                       causal: bool = False) -> ModelConfig:
-    """SPEC 2.6's model for ``a + b mod p`` from ``[a, b]``: post-LN encoder blocks (PyTorch
+    """The ACE paper's model for ``a + b mod p`` from ``[a, b]``: post-LN encoder blocks (PyTorch
     ``TransformerEncoderLayer`` layout, ReLU, dropout), learned positions, untied head with bias,
     PyTorch default initialization. ``causal=False``: an encoder without a mask (the paper's
     blocks are encoder layers; at the read-out position the two choices see the same tokens)."""
@@ -53,7 +53,7 @@ def steps_per_epoch(n_train: int, batch_size: int | None) -> int:
 
 def checkpoint_epochs(total: int, dense_every: int = 100, dense_until: int = 2000,
                       sparse_every: int = 500) -> list[int]:
-    """SPEC 2.6's schedule: epoch 0, every ``dense_every`` up to ``dense_until``, then every
+    """The ACE paper's schedule: epoch 0, every ``dense_every`` up to ``dense_until``, then every
     ``sparse_every`` up to ``total`` (the last epoch is always included)."""
     out = list(range(0, min(dense_until, total) + 1, dense_every))
     out += list(range(dense_until + sparse_every, total + 1, sparse_every))
@@ -90,17 +90,20 @@ def checked_schedule(epochs: int, eval_every: int, dense_every: int, dense_until
 
 
 # ------------------------------------------------------------------------------------------------
-# One checkpoint: SPEC 2.6's ACE pipeline and its per-checkpoint record
+# One checkpoint: the paper's ACE pipeline and its per-checkpoint record
 # ------------------------------------------------------------------------------------------------
 def core_pipeline(tau: float = 0.99, rel_tol: float = 1e-3, holdout_start: int = 0,
                   holdout_frac: float = 0.075, float64: bool = False,
-                  hook_name: str = HOOK) -> ace.Pipeline:
-    """SPEC 2.6's analysis: the last-position activation of the last block (linear tail, so Obs is
-    exact and the causal scan covers every rank), core dimension max(r_energy, r_nec), and the
-    cyclic-shift fit of the class means inside that core."""
+                  hook_name: str = HOOK, keep_coords: int | None = 0) -> ace.Pipeline:
+    """The ACE paper's analysis: the last-position activation of the last block (linear tail, so
+    Obs is exact and the causal scan covers every rank), core dimension max(r_energy, r_nec), and
+    the cyclic-shift fit of the class means inside that core. ``keep_coords``: the core
+    coordinates kept for comparing seeds (0, the default: none, as ``CoreStats`` reads none;
+    None: the whole core)."""
     return ace.Pipeline(hook_name=hook_name, position=-1, tail="unembed", validation="rank_scan",
                         identify="cyclic_shift", tau=tau, float64=float64, rel_tol=rel_tol,
-                        holdout_start=holdout_start, holdout_frac=holdout_frac)
+                        holdout_start=holdout_start, holdout_frac=holdout_frac,
+                        keep_coords=keep_coords)
 
 
 class CoreStats(NamedTuple):
@@ -139,7 +142,7 @@ def max_rotational_modes(p: int) -> int:
 
 
 def sin_pi_over(p: int) -> float:
-    """The unit-circle tolerance of SPEC 2.3."""
+    """The unit-circle tolerance of the ACE paper's operator fit."""
     return math.sin(math.pi / p)
 
 

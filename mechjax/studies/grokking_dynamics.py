@@ -1,7 +1,8 @@
-"""Per-seed read-offs of the core dynamics at grokking (SPEC 2.6) from the per-checkpoint records of
-two branches (``wd1``: the main run; ``wd0``: weight decay 0 from the branch epoch): the grokking
-and memorization epochs, and the core dimension, rotational modes, held-out shift R^2, on-circle
-fraction, redundancy gap and accuracies before, at and after grokking and at the end of each branch.
+"""Per-seed read-offs of the core dynamics at grokking (ACE paper) from the per-checkpoint records
+of two branches (``wd1``: the main run; ``wd0``: weight decay 0 from the branch epoch): the
+grokking and memorization epochs, and the core dimension, rotational modes, held-out shift R^2,
+on-circle fraction, redundancy gap and accuracies before, at and after grokking and at the end of
+each branch.
 
 Host side (numpy). Inputs: ``metrics[branch]`` ``{name: [n, E]}`` with an ``epoch [E]`` axis (the
 training evaluations), ``stats[branch]`` ``{CoreStats field: [C, n, ...]}`` and ``epochs[branch]``

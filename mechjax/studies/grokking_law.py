@@ -1,4 +1,4 @@
-"""The grokking-time law (SPEC 2.6): tau_grok from accuracy curves, and the two fitted laws.
+"""The grokking-time law (ACE paper): tau_grok from accuracy curves, and the two fitted laws.
 
 ``tau_grok = t_grok - t_mem`` in optimizer steps, where ``t_mem`` (``t_grok``) is the first step
 at which the train (test) accuracy reaches the threshold (0.99). Runs that never reach it are

@@ -1,4 +1,4 @@
-"""The acceptance numbers of the Markov-chain cores experiment (SPEC 2.5) from one batched ACE pass
+"""The acceptance numbers of the Markov-chain cores experiment (ACE paper) from one batched ACE pass
 over seeds: accuracies under the core interventions, core ranks and energies, seeds x seeds
 comparisons (projector overlap, CCA, whole-weight cosine) and the operator's eigenvalues against the
 chain's. Host side (numpy) apart from the comparison matrices, which run as batched programs.

@@ -5,7 +5,7 @@ file and the key or tensor; a stored file's keys get no defaults."""
 from __future__ import annotations
 
 import functools
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
@@ -16,6 +16,11 @@ from mechjax.filecheck.arrays import check_floating, check_keys, check_params, c
 from mechjax.filecheck.documents import check_dataclass_fields, check_fields, read_json
 from mechjax.filecheck.errors import RunError
 from mechjax.filecheck.files import read_npz
+
+if TYPE_CHECKING:  # imported where a Flax run is read: Flax takes a second to import
+    from mechjax.models.flax_adapter import FlaxConfig
+
+FLAX_KIND = "flax"  # model_config.json's "kind" of a Flax model (flax_adapter.CONFIG_KIND)
 
 # The keys of sweep.json that mechjax.sweeps.runs reads, with their JSON types (run_sweep also writes
 # chunk_evals, snapshot_steps and task, for people; they are checked when present).
@@ -52,8 +57,16 @@ def _config(path: str, cls: type, what: str, convert) -> Any:
         raise RunError(f"{path!r}: {err}") from err
 
 
-def read_model_config(path: str) -> ModelConfig:
-    """``model_config.json``: every ``ModelConfig`` field, no other, of the right type."""
+def read_model_config(path: str) -> "ModelConfig | FlaxConfig":
+    """``model_config.json``: every ``ModelConfig`` field, no other, of the right type; or the
+    ``FlaxConfig`` of a Flax model (``mechjax.models.flax_adapter``), marked ``"kind": "flax"``."""
+    doc = read_json(path, "model config", RunError)
+    if isinstance(doc, dict) and doc.get("kind") == FLAX_KIND:
+        from mechjax.models.flax_adapter import FlaxConfig
+        try:
+            return FlaxConfig.from_dict(doc)
+        except (TypeError, ValueError) as err:
+            raise RunError(f"{path!r}: {err}") from err
     return _config(path, ModelConfig, "model config", ModelConfig.from_dict)
 
 
@@ -85,7 +98,7 @@ def read_metrics(path: str, seeds: list[int], n_grid: int) -> dict[str, np.ndarr
     return arrays
 
 
-def read_snapshot(path: str, cfg: ModelConfig, n_seeds: int, n_grid: int
+def read_snapshot(path: str, cfg: "ModelConfig | FlaxConfig", n_seeds: int, n_grid: int
                   ) -> dict[str, np.ndarray]:
     """A parameter snapshot ``{name: [n_seeds, n_grid, *shape]}``: every parameter of ``cfg``,
     floating and finite (a diverged run keeps its last finite parameters, so a non-finite
@@ -96,7 +109,9 @@ def read_snapshot(path: str, cfg: ModelConfig, n_seeds: int, n_grid: int
 
 
 @functools.lru_cache(maxsize=64)
-def snapshot_shapes(cfg: ModelConfig, n_seeds: int, n_grid: int) -> dict[str, tuple[int, ...]]:
+def snapshot_shapes(cfg: "ModelConfig | FlaxConfig", n_seeds: int, n_grid: int
+                    ) -> dict[str, tuple[int, ...]]:
     """``{name: (n_seeds, n_grid, *shape)}`` of a snapshot (the same for every step of a run;
-    the value must not be mutated)."""
-    return {k: (n_seeds, n_grid, *v) for k, v in param_shapes(cfg).items()}
+    the value must not be mutated). A Flax model's config lists its own shapes."""
+    shapes = param_shapes(cfg) if isinstance(cfg, ModelConfig) else cfg.shapes()
+    return {k: (n_seeds, n_grid, *v) for k, v in shapes.items()}

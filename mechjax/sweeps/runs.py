@@ -6,6 +6,10 @@
     run.steps_saved                               # steps whose parameters were kept
     params = run.params(seed=3, step=run.steps_saved[-1])   # one model, TransformerLens names
 
+A sweep of a Flax model (``mechjax.models.flax_adapter``) opens the same way: ``run.model_cfg`` is
+its ``FlaxConfig`` and ``run.params`` the flat ``{module path: array}`` dict
+(``flax_adapter.to_module`` turns it back into the module).
+
 Everything comes from the files ``mechjax.sweeps.sweep.run_sweep`` writes into its workdir
 (``sweep.json``, ``model_config.json``, ``train_config.json``, ``metrics.npz``,
 ``snapshots/step_<step>.npz``) plus the experiment's ``config.json`` and ``summary.json``, so no
@@ -22,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +39,9 @@ from mechjax.filecheck import RunError
 from mechjax.sweeps import run_files
 from mechjax.sweeps.run_files import train_config_from_dict  # noqa: F401 (was defined here)
 from mechjax.sweeps.workdir import CONFIG_FILE
+
+if TYPE_CHECKING:
+    from mechjax.models.flax_adapter import FlaxConfig
 
 SUMMARY_FILE = "summary.json"
 
@@ -105,7 +112,7 @@ class Run:
         return self._experiment_json(CONFIG_FILE)
 
     @property
-    def model_cfg(self) -> ModelConfig:
+    def model_cfg(self) -> "ModelConfig | FlaxConfig":
         return filecheck.read_cached(os.path.join(self.path, MODEL_FILE),
                                     run_files.read_model_config)
 
@@ -185,7 +192,8 @@ class Run:
         return {k: v if grid is None else v[:, grid] for k, v in z.items()}
 
     def params(self, seed: int, step: int | None = None, grid: int = 0) -> dict[str, np.ndarray]:
-        """One model's parameters (TransformerLens names and shapes, no seed or grid axis)."""
+        """One model's parameters, no seed or grid axis (TransformerLens names and shapes; a Flax
+        model's module paths and shapes)."""
         i = self.seed_index(seed)
         return {k: v[i] for k, v in self.stacked_params(step, grid).items()}
 
@@ -200,6 +208,9 @@ class Run:
         ``hooked_transformer_config.json`` (see ``mechjax.interop.tl_export``; needs the torch extra).
         ``tl_export.load(path)`` gives the ``HookedTransformer``. Returns ``path``."""
         from mechjax.interop import tl_export
+        if not isinstance(self.model_cfg, ModelConfig):
+            raise RunError(f"{self.path!r} holds a {self.model_cfg.module} model; only the "
+                           "built-in transformer exports to TransformerLens")
         return tl_export.write(self.params(seed, step, grid), self.model_cfg, path)
 
     # ---- checks ------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ def vmap_in_seed_blocks(fn: Callable[..., Any], seed_block: int | None = None
     Why blocks: on CPU the working set of a vmapped analysis grows with the seeds (ACE on 16
     seeds x 93,000 activations spills the caches: its MLP product ran 1.5x slower per seed than
     one seed's), so a block of a few seeds keeps the batched program's per-seed speed
-    (BUILD_NOTES.md, "Issue 31 item 3 (h31e)").
+    (measured; docs/design.md, "How seeds share a device").
     """
     def blocked(stacked: Any, *args: Any) -> Any:
         batched = jax.vmap(lambda seed: fn(seed, *args))

@@ -1,6 +1,6 @@
 """A stall watchdog for long compiled calls: a run that stops computing says so and exits.
 
-A deadlocked XLA program (issue 17: every thread of the CPU pool blocked, the Python thread in
+A deadlocked XLA program (every thread of the CPU pool blocked, the Python thread in
 ``block_until_ready``) uses no CPU at all, while a working one on CPU uses at least a core. So
 while a call is pending, a daemon thread samples the process's CPU time (all threads together);
 when it has not advanced for ``stall_seconds``, it prints one line saying what was running and for

@@ -1,17 +1,17 @@
-"""Subject-verb agreement prompts (ACE paper, SPEC 2.7): seeded, ending right before the verb.
+"""Subject-verb agreement prompts (ACE paper): seeded, ending right before the verb.
 
 A prompt is a subject noun phrase whose head noun and attractor differ in number, e.g.
 ``"In the past, the keys to the cabinet"`` -> ``were``. Label 1 means a plural head noun (the
-verb should be ``are`` / ``were``). Wording of the five templates (our choice; the SPEC names
+verb should be ``are`` / ``were``). Wording of the five templates (our choice; the paper names
 them only):
 
   base        ``The key to the cabinet``
   front_pad   a leading clause: ``As everyone expected, the key to the cabinet``
   back_pad    words after the attractor that carry no number: ``The key to the cabinet, of
               course,`` / ``The key to the cabinet apparently``
-  there       SPEC 2.7's ``There H C A`` as written there and in the ACE authors' code, with no
+  there       the ACE paper's ``There H C A`` as written there and in the ACE authors' code, with no
               article: ``There key to the cabinet`` (``Wording.there="spec"``, the default);
-              ``There the key to the cabinet`` (``"article"``, the runs of 2 Dec); or the fronted
+              ``There the key to the cabinet`` (``"article"``, earlier runs); or the fronted
               locative ``Over there, the key to the cabinet`` (``"over_there"``, earlier runs)
   relative    a subject relative clause between head noun and attractor, in place of the
               connector, as the authors build it (``The H that ... the A``), with their verbs in
@@ -192,7 +192,7 @@ def generate(n: int, rng: random.Random, combinations: Sequence[Combination],
 def make_prompts(seed: int = 0, n_train: int = 600, n_test: int = 600,
                  heldout: CombinationSplit | None = None, wording: Wording = Wording()
                  ) -> AgreementPrompts:
-    """SPEC 2.7's prompts: ``n_train`` + ``n_test`` distinct texts (no text in both halves).
+    """The ACE paper's prompts: ``n_train`` + ``n_test`` distinct texts (no text in both halves).
 
     With ``heldout`` the training prompts use only ``heldout.train`` triples and the test prompts
     only ``heldout.test`` triples; without it both draw from every triple.

@@ -1,5 +1,5 @@
-"""A synthetic language-model corpus from the agreement grammar (SPEC 2.7), its word-level tokenizer
-and the next-token task that trains a small GPT-2 on it.
+"""A synthetic language-model corpus from the agreement grammar (docs/ace.md), its word-level
+tokenizer and the next-token task that trains a small GPT-2 on it.
 
 Sentences are of two kinds:
   agreement  a subject from the prompt grammar (``agreement.render``: five templates, present or

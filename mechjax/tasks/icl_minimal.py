@@ -22,7 +22,7 @@ vectors. What Reddy's text leaves to us (derived here): labels ``k mod L`` rathe
 planted copy; the ICL probe is 2-way with N/2 copies each (Reddy's B = N/2 layout).
 An earlier version planted B copies of the query's class among N - B *singletons*: then the
 query's label was the context's most frequent label, a shortcut that needs no item matching
-(BUILD_NOTES, issue 27 items 3-4).
+(docs/icl_minimal.md).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The 4-state Markov chain task of the algorithmic-cores paper (SPEC 2.5).
+"""The 4-state Markov chain task of the algorithmic-cores (ACE) paper.
 
 A sequence is 32 states of the chain ``TRANSITION`` from a uniform start; the model reads states
 0..30 and predicts states 1..31 at every position (``readout=None``, labels ``[b, 31]``). The data

@@ -5,13 +5,13 @@ On CPU, XLA (jaxlib 0.10) hands dots and the elementwise ops around them to YNNP
 fusions" by default. Without them (XLA's own dot and loop emitters), on 2 cores:
 
 - the Assign-and-Add model's fast-path step (layer 0 read as tables, ``fastpath.tabled``) runs
-  1.12-1.16x faster (BUILD_NOTES.md, "Issue 31, stop 47"), so its training programs are compiled
+  1.12-1.16x faster (docs/design.md, "CPU compile options"), so its training programs are compiled
   without them. Every other model's training keeps XLA's defaults: unmeasured there, and a
   trained result is a chaotic function of float32 rounding (two of the suite's tiny trained runs,
   grokking and clock/pizza, crossed their thresholds the other way under the option);
 - the analyses over seeds (``timing.over_seeds``: ACE on the Markov seeds, the agreement cores,
-  the binding cores) run 1.1-1.4x faster, and their vmapped form gains most (BUILD_NOTES.md,
-  "Issue 31, stop 48"), so they are compiled without them too (no training loop: their
+  the binding cores) run 1.1-1.4x faster, and their vmapped form gains most (docs/design.md,
+  "CPU compile options"), so they are compiled without them too (no training loop: their
   outputs change at float32 rounding only).
 
 The option is per program (``jax.jit(..., compiler_options=...)``).

@@ -124,6 +124,29 @@ def split_hparams(hparams: HParams) -> tuple[dict, dict]:
     return base, task
 
 
+def check_task_vocab(task: Task, model_cfg: Any) -> None:
+    """Raise ``ConfigError`` unless one training batch of ``task`` (drawn from a fixed key with
+    the default task parameters) has tokens in ``[0, d_vocab)`` and labels in ``[0, vocab_out)``.
+
+    Only for configs with a ``d_vocab``. Inside the compiled step an out-of-range index is not an
+    error: the embedding gather clamps it and the loss reads a wrong (or NaN) entry, silently.
+    """
+    d_vocab = getattr(model_cfg, "d_vocab", None)
+    if d_vocab is None:
+        return
+    vocab_out = getattr(model_cfg, "vocab_out", None) or d_vocab
+    # One jitted draw: eager sampling dispatches (and compiles) every op of the sampler singly.
+    batch = jax.jit(task.sample)(jax.random.PRNGKey(0), task.params_with_defaults())
+    for name, field, size in (("tokens", "d_vocab", d_vocab), ("labels", "vocab_out", vocab_out)):
+        values = np.asarray(batch[name]) if name in batch else None
+        if values is None or values.size == 0:
+            continue
+        low, high = values.min(), values.max()
+        if low < 0 or high >= size:
+            raise ConfigError(f"task {task.name!r} samples {name} in [{low}, {high}] but "
+                              f"model.{field}={size} allows [0, {size - 1}]")
+
+
 class Trainer:
     """The compiled-step building blocks; calling it is ``train(key, hparams)``."""
 
@@ -143,6 +166,7 @@ class Trainer:
         if task.seq_len is not None and n_ctx is not None and task.seq_len > n_ctx:
             raise ConfigError(f"task {task.name!r} has sequences of {task.seq_len} tokens but "
                               f"model.n_ctx={model_cfg.n_ctx}")
+        check_task_vocab(task, model_cfg)
         self.task, self.model, self.model_cfg, self.train_cfg = task, model, model_cfg, train_cfg
         self.pools, self.eval_fn = pools, eval_fn
         self.use_fastpath = bool(train_cfg.fast_readout and task.readout is not None

@@ -1,6 +1,6 @@
-"""Paper-scale settings (SPEC 2.7 with the self-trained LMs at the issue's upper size): 16 seeds of
-a 4-layer, d_model 128 GPT-2, a larger corpus and longer training, generation from every test
-prompt. Meant for an accelerator; on 2 CPU cores use cpu.py. Add GPT-2 checkpoints with
+"""Paper-scale settings (the ACE paper's agreement setting, self-trained LMs at their upper size):
+16 seeds of a 4-layer, d_model 128 GPT-2, a larger corpus and longer training, generation from
+every test prompt. Meant for an accelerator; on 2 CPU cores use cpu.py. Add GPT-2 checkpoints with
 --config.gpt2_paths=PATH,PATH (e.g. GPT-2 small/medium/large saved by transformers)."""
 from experiments.ace_agreement.configs import cpu
 

@@ -1,4 +1,4 @@
-"""Default config: SPEC 2.6's model and optimizer at CPU scale (a + b mod 23, d_model 64).
+"""Default config: the ACE paper's model and optimizer at CPU scale (a + b mod 23, d_model 64).
 
 What changed from paper.py and why (2 shared CPU cores):
 - p = 23 (529 pairs), train fraction 0.7 (370 pairs), full batch, so one epoch = one step.

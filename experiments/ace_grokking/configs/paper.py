@@ -1,4 +1,5 @@
-"""SPEC 2.6 exactly, with 8 seeds: a + b mod 53 from [a, b], train fraction 0.5 (1404 / 1405).
+"""The ACE paper's grokking run exactly, 8 seeds: a + b mod 53 from [a, b], train fraction 0.5
+(1404 / 1405).
 
 Model: 2 post-LN encoder blocks (d_model 128, 4 heads, MLP 512, ReLU, dropout 0.1, no attention
 mask), learned positions, untied head with bias, PyTorch default initialization.

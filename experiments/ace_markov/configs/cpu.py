@@ -1,4 +1,4 @@
-"""Default config: the paper's settings (SPEC 2.5, 16 seeds), evaluated every 375 steps.
+"""Default config: the ACE paper's settings (16 seeds), evaluated every 375 steps.
 
 Training is identical to ``paper.py`` (evaluation draws no training randomness); only the
 accuracy curves are sparser (5 points instead of 25; by a FLOP count the 25 full-data

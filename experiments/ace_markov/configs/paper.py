@@ -1,4 +1,5 @@
-"""SPEC 2.5 exactly, with 16 seeds: post-LN transformer on the 4-state Markov chain, then ACE.
+"""The ACE paper's Markov-chain run exactly, 16 seeds: post-LN transformer on the 4-state Markov
+chain, then ACE.
 
 Model: token + learned positional embedding, one post-LN encoder block (d_model 64, 4 heads,
 MLP 256, ReLU, dropout 0.1, causal), linear head with bias, PyTorch default initialization.
@@ -46,13 +47,13 @@ def get_config() -> ml_collections.ConfigDict:
     config.ace = ml_collections.ConfigDict()
     config.ace.tau = 0.999
     # Tails whose Jacobians define Obs; the first is the primary analysis (top-level summary
-    # keys, figures, timing), every one gets a block under summary["tails"]. "logits" is SPEC 2.1
-    # literally (linear head: Obs = W_U W_U^T); "log_probs" differentiates log-softmax, which
+    # keys, figures, timing), every one gets a block under summary["tails"]. "logits" is the ACE
+    # paper's Obs (linear head: Obs = W_U W_U^T); "log_probs" differentiates log-softmax, which
     # ignores the common shift of all logits (see experiments/ace_markov/run.py, TAILS).
     config.ace.tails = ("logits", "log_probs")
     config.ace.jac_samples = 128   # S: (sequence, position) pairs of the test set
     config.ace.jac_seed = 0        # which pairs; the same for every model seed
     config.ace.compare_dims = 8    # core coordinates kept for CCA (>= every expected rank)
-    config.ace.float64 = True      # Gramians, balanced truncation and fits in float64 (SPEC 2.1)
+    config.ace.float64 = True      # Gramians, truncation and fits in float64 (as the ACE code)
     config.ace.time_per_seed_loop = True  # also time the same ACE as a Python loop over seeds
     return config

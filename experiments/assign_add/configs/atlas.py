@@ -1,9 +1,9 @@
-"""Assign and Add for the seed atlas (issue 32 item 2): 32 seeds at a CPU-reachable setting where
+"""Assign and Add for the seed atlas (docs/seed_atlas.md): 32 seeds at a CPU-reachable setting where
 some seeds bind variables and others do not, snapshots every 200 steps.
 
-SPEC 1.3 model, AdamW (wd 0.02) and the authors' split, but batch 128 (not 512), lr 3e-3 (not
+The paper's model, AdamW (wd 0.02) and the authors' split, but batch 128 (not 512), lr 3e-3 (not
 1e-3), 3,000 steps (not 40,000), 256-sequence pools, a 128-sequence probe. Chosen from an 8-seed
-probe over lr 1.5e-3 / 3e-3 / 6e-3 at batch 128 (BUILD_NOTES, issue 32 item 2 (h32b)); what
+probe over lr 1.5e-3 / 3e-3 / 6e-3 at batch 128 (measured); what
 "never bound" means here is "not bound by step 3,000", which the paper-scale run does not
 settle either way. Then ``python -m experiments.seed_atlas.assign_add --run=WORKDIR ...``.
 """

@@ -1,4 +1,5 @@
-"""CPU-scale Assign and Add (the default): 8 seeds, SPEC 1.3 model and batch, lr 3e-3, 3,000 steps.
+"""CPU-scale Assign and Add (the default): 8 seeds, the paper's model and batch, lr 3e-3, 3,000
+steps.
 
 Scale: this is *not* the paper's run. It keeps the architecture, batch 512, AdamW (wd 0.02, betas
 0.9/0.999) and the authors' held-out split, but uses a 3x larger learning rate (3e-3) and 3,000
@@ -6,7 +7,7 @@ steps, with smaller evaluation pools (500 sequences) and probe sets. 8 x 3,000 m
 10 minutes of 2 unloaded cores at the reference 22 ms per model-step; measured here: 37 minutes
 of training plus 72 s of analyses on 2 cores shared with other jobs (load average 5-10), 8/8 seeds
 reaching phases 1 and 2 and 7/8 phase 3 (steps 400-700 / 900-1,800 / 1,500-2,400).
-``configs/paper.py`` is SPEC 1.3 exactly.
+``configs/paper.py`` is the paper's setup exactly.
 
 Phases (first evaluation at which the metric reaches ``phases.threshold``):
   phase 1 (addition generalises):     acc/0var_heldout        >= 0.9
@@ -30,7 +31,7 @@ def get_config() -> ml_collections.ConfigDict:
     config.task.split = "authors"  # 'authors' (random.Random(split_seed) ranking) or 'seeded'
     config.task.split_seed = 42
 
-    config.model = ml_collections.ConfigDict()  # the rest of the architecture is fixed by SPEC 1.3
+    config.model = ml_collections.ConfigDict()  # the rest of the architecture is fixed by the paper
     config.model.d_model = 128
     config.model.n_heads = 1
     config.model.d_mlp = 512

@@ -1,4 +1,4 @@
-"""Paper-scale Assign and Add: SPEC 1.3 exactly (lr 1e-3, wd 0.02, batch 512, 40,000 steps,
+"""Paper-scale Assign and Add: the paper's setup exactly (lr 1e-3, wd 0.02, batch 512, 40,000 steps,
 evaluation every 100 steps on 2000-sequence pools), 8 seeds in one program.
 
 Hours on CPU (about 22 ms per model-step on 2 unloaded cores: 8 seeds x 40,000 steps is about

@@ -6,7 +6,7 @@ the threshold is where the mean-over-seeds curve first reaches 0.9 (linear inter
 per-seed crossings as spread. Paper (arXiv 2605.31497): generalization to held-out pairs needs
 f >= ~0.25.
 
-Scale: CPU. SPEC 1.3 model, batch 512, lr 3e-3 (3x the paper), 1,500 steps per run: about
+Scale: CPU. The paper's model, batch 512, lr 3e-3 (3x the paper), 1,500 steps per run: about
 48 x 1,500 x 22 ms = 26 minutes on 2 unloaded cores. At this learning rate and f = 0.7, held-out
 0-var accuracy reached 0.9 (phase 1) at steps 400-700 in 8 of 8 seeds (configs/cpu.py); small f may
 need longer, so the threshold measured is "within 1,500 steps". Paper scale:

@@ -1,4 +1,4 @@
-"""The f sweep at a budget long enough for held-out accuracy to plateau (issue 16 part 4).
+"""The f sweep at a budget long enough for held-out accuracy to plateau (docs/assign_add.md).
 
 ``sweep_f.py`` stops at 1,500 steps, where small f may only be slow rather than unable to
 generalize; this config trains 5 values of f x 4 seeds for 8,000 steps at batch 256 (a CPU-fast

@@ -6,7 +6,7 @@ exhaustive 2-var union (held-out pairs with allowed variables plus training pair
 variables, 193,580 sequences) after training; threshold where the mean curve reaches 0.9
 (interpolated in log r), per-seed crossings as spread. Paper: 2-var generalization needs r >= ~0.2.
 
-Scale: CPU. SPEC 1.3 model, batch 512, lr 3e-3, 3,000 steps per run (at r = 1, 7 of 8 seeds of
+Scale: CPU. The paper's model, batch 512, lr 3e-3, 3,000 steps per run (at r = 1, 7 of 8 seeds of
 configs/cpu.py completed all three phases by step 2,400 at this rate): about 48 x 3,000 x 22 ms =
 53 minutes on 2 unloaded cores. Fewer 2-var rows slow phases 2-3, so the threshold measured is
 "within 3,000 steps".

@@ -14,7 +14,7 @@ other jobs, load average 9-12, ~25 model-steps/s at this size):
     3 seeds, 1,600 / 1,200 steps, and sweeps stop once every run has grokked.
 Dropout stays 0.1, AdamW betas as in the paper, omegas as in the paper.
 
-Measured (BUILD_NOTES): 20 min 54 s on 2 cores shared with 2-3 other jobs (load 5-9), all 30
+Measured: 20 min 54 s on 2 cores shared with 2-3 other jobs (load 5-9), all 30
 runs grokked; beta = -0.82 (R^2 0.99), p_crit = 16.1, Omega = 295 (R^2 0.95). On quiet cores
 expect well under that (the same runs went 1.5-3x faster whenever the load dropped); 2 seeds
 and ``p_sweep.ps = (19, 23, 31)`` took 11 min 52 s but cannot pin p_crit.

@@ -1,4 +1,4 @@
-"""SPEC 2.6's inverse scaling law exactly: 1-layer model, 12 seeds per setting.
+"""The ACE paper's inverse scaling law exactly: 1-layer model, 12 seeds per setting.
 
 Model: token + learned positional embedding, one post-LN encoder block (d_model 128, 4 heads,
 MLP 512, ReLU, dropout 0.1, not causal), untied linear head with bias, PyTorch default init.
@@ -6,7 +6,7 @@ Task: ``a + b mod p`` from ``[a, b]``, train fraction 0.5. AdamW lr 1e-3, betas 
 omega sweep: weight decay in {0.3, 0.5, 1, 1.5, 2, 3} at p = 53, batch 512.
 p sweep: p in {31, 43, 53, 61, 79, 89, 101} at weight decay 1, full batch.
 Accuracy on the full train and test sets after every optimizer step; threshold 0.99.
-SPEC gives no step budget for this sweep; 30,000 steps is about 10,000 epochs at p = 53 and
+The paper gives no step budget for this sweep; 30,000 steps is about 10,000 epochs at p = 53 and
 batch 512, far past the 2-layer model's grokking (epoch ~800, i.e. ~2,400 steps at omega = 1).
 """
 import ml_collections

@@ -1,4 +1,4 @@
-"""CPU config (issue 27 items 3-4, BUILD_NOTES "h27t"): Reddy's N = 8, L = 32, eps = 0.1, but
+"""CPU config (docs/icl_minimal.md): Reddy's N = 8, L = 32, eps = 0.1, but
 D = 32 and batch 32 so that 6 seeds of every setting fit 2 shared cores; Adam at lr 1e-2 for
 2000 steps, where the induction head forms at K >= 512, B = 2 (probe logs in the notes). Each
 sweep sits where its knob moves the outcome: K at B = 2; B at K = 512; eps at K = 256 (at 512

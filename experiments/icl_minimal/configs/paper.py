@@ -1,5 +1,5 @@
-"""Reddy (ICLR 2024) sizes: D = 63, N = 8, L = 32, eps = 0.1, K up to 2048 (SPEC 3.4).
-Step counts are ours (Reddy trains to ~1e5 iterations at batch 128); not run on CPU."""
+"""Reddy (ICLR 2024) sizes: D = 63, N = 8, L = 32, eps = 0.1, K up to 2048 (as the IMIR paper cites
+them). Step counts are ours (Reddy trains to ~1e5 iterations at batch 128); not run on CPU."""
 import ml_collections
 
 

@@ -6,7 +6,7 @@ of coordinates, so the size-ordered pre-pass alone leaves too many for single gr
 
 128 sequences keep the run within minutes but do not make the kept set a property of the model:
 on seed 3 exact greedy keeps sets sharing 2 of 8 coordinates at 128 and 256 sequences
-(BUILD_NOTES, issue 26 item 3); ``--config.detect.batch_doubling=True`` reports it per seed."""
+(measured); ``--config.detect.batch_doubling=True`` reports it per seed."""
 from experiments.imir_detect.configs import paper
 
 

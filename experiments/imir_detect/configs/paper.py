@@ -1,5 +1,5 @@
 """Full-size config (a GPU, or hours on CPU): the recall settings at imir_phase's sizes and the
-5-layer 2-hop model, 8 seeds each. Every setting is the paper's model (SPEC 3.3): causal
+5-layer 2-hop model, 8 seeds each. Every setting is the IMIR paper's model: causal
 attention, block lists without cyclic wrap (the query ends the sequence), position selections
 P = {I_p, M, .., M^(k-1)}; ``causal=False, offsets="cyclic", positions="all"`` is the
 non-causal cyclic variant on the extended position set (forward shifts included)."""

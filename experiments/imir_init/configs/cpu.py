@@ -2,9 +2,9 @@
 initializations, horizon t = 800.
 
 Training batch 128 (paper.py: 32): at lr 4 a batch of 32 is noisy enough that the same inits
-trained with another batch stream end with another winner for 9 of 64 (agreement with itself
-0.859, with the ODE 0.781); at 128 training agrees with the exact ODE on 0.906 (BUILD_NOTES.md,
-"Which route wins from which initialization", stop 14). It costs 4x the training (~290 CPU-s)."""
+trained with another batch stream end with another winner for 9 of 64 (agreement with itself 0.859,
+with the ODE 0.781); at 128 training agrees with the exact ODE on 0.906 (measured; docs/imir.md,
+section 8). It costs 4x the training (~290 CPU-s)."""
 from experiments.imir_init.configs import paper
 
 

@@ -18,10 +18,10 @@ def get_config():
     # the trained validation cells dominate a default run (d_model = 148 full weights)
     c.validate.batch_size = 64
     c.sizes_scan.specs = [[16, 16, 3, 32], [64, 64, 3, 32], [256, 256, 3, 32], [16, 16, 4, 12]]
-    # the standard architecture: 16 cells x 4 seeds (issue 27: >= 4 seeds per cell for the
+    # the standard architecture: 16 cells x 4 seeds (>= 4 seeds per cell for the
     # clock-free comparisons, spread over seeds); 2 seeds took ~2.5 min at load 4-6
     # plain SGD beside Adam at steps = exact.t1 / sgd_lr = 8000: lr 1 and 0.5 blow up
-    # (NaN / loss 1e26) once ICL forms at f_r = 0.5 (BUILD_NOTES.md, issue 27, h27s)
+    # (NaN / loss 1e26) once ICL forms at f_r = 0.5 (measured)
     c.validate_standard.update(n_seeds=4, d_model=32, steps=2000, n_evals=10, lr=3e-3,
                                eval_size=512, sgd_lr=0.25)
     return c

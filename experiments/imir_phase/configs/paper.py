@@ -25,9 +25,9 @@ def get_config():
     c.ode_check = dict(n_common=4, n_rare=4, n_blocks=3, f_r=0.4, f_v=0.2, t1=400.0, lr=0.2,
                        n_save=40)
     c.confinement = dict(enabled=True, seed=1)
-    # the default diagrams: exact dynamics on every manifold coordinate (issue 14)
+    # the default diagrams: exact dynamics on every manifold coordinate (docs/imir.md, section 9)
     # Heun at rtol 1e-2 with a 150-step first pass: the same winners as Tsit5 at 1e-3 on
-    # 16 x 16, |dp| <= 0.008, 4x faster (BUILD_NOTES.md, "IMIR exact phase diagrams")
+    # 16 x 16, |dp| <= 0.008, 4x faster (measured; docs/design.md, "Dependencies")
     c.exact = dict(n_common=16, n_rare=16, n_blocks=3, b=1, n=64, t1=2000.0, n_steps=100,
                    n_save=20, rtol=1e-2, solver="heun", step_cap=150)
     c.exact_b = dict(n_common=16, n_rare=16, n_blocks=4, n=64, f_v=0.1)

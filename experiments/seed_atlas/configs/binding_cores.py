@@ -19,6 +19,6 @@ def get_config() -> ml_collections.ConfigDict:
     config.probe_seed = 1234
     config.tau = 0.999
     config.float64 = True
-    # the trained atlas32 cores have 17-22 dimensions at tau 0.999 (BUILD_NOTES, h32e)
+    # the trained atlas32 cores have 17-22 dimensions at tau 0.999 (measured)
     config.compare_dims = 32
     return config

@@ -1,4 +1,4 @@
-"""Algorithmic Core Extraction (ACE, arXiv 2602.22600; SPEC section 2).
+"""Algorithmic Core Extraction (ACE, arXiv 2602.22600; docs/ace.md).
 
 One module per step, everything re-exported here (``from mechjax.analysis import ace;
 ace.extract(...)``):
@@ -22,10 +22,10 @@ and they inline into an outer jit/vmap. Precision: see ``extract``.
 # flake8: noqa: F401
 from mechjax.analysis.ace.basis import (as_float, mask_basis, projector, rank_mask, symmetric,
                                         truncate)
-from mechjax.analysis.ace.compare import (cca, cca_matrix, flatten_params, offdiag_mean,
-                                          overlap_matrix, pairwise, principal_angle_matrix,
-                                          principal_angles, projector_overlap, weight_cosine,
-                                          weight_cosine_matrix)
+from mechjax.analysis.ace.compare import (cca, cca_matrix, check_keep_coords, flatten_params,
+                                          offdiag_mean, overlap_matrix, pairwise,
+                                          principal_angle_matrix, principal_angles,
+                                          projector_overlap, weight_cosine, weight_cosine_matrix)
 from mechjax.analysis.ace.extract import (Core, Gramians, balanced_truncation, covariance,
                                           energy_rank, extract, extract_data_form,
                                           extract_from_gramians, gramians, linear_observability,
@@ -38,7 +38,8 @@ from mechjax.analysis.ace.pipeline import (IDENTIFICATIONS, TAILS, VALIDATIONS, 
                                            precision, unembed)
 from mechjax.analysis.ace.reads import (ACE_CHUNK, ACE_SEED_BLOCK, activations, hook_jacobians,
                                         jacobian_samples, tail_jacobians)
-from mechjax.analysis.ace.validate import (Metric, causal_scan, centred_hook, core_only_hook,
+from mechjax.analysis.ace.validate import (Metric, causal_scan, causal_scan_last_block,
+                                           centred_hook, core_only_hook,
                                            core_removed_hook, intervened_metric,
                                            linear_tail_scan, r_nec, r_suf, reads_last_block,
                                            validate, validate_centred, validate_last_block)

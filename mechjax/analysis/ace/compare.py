@@ -1,10 +1,12 @@
-"""Comparing cores across seeds (SPEC 2.4): projector overlap, principal angles, CCA of core
-coordinates, whole-weight cosine, and their seeds x seeds matrices (one nested vmap each).
+"""Comparing cores across seeds (the ACE paper's cross-seed comparison; docs/ace.md): projector
+overlap, principal angles, CCA of core coordinates, whole-weight cosine, and their seeds x seeds
+matrices (one nested vmap each).
 
 Shape legend: n seeds, D activation width, R basis columns, N inputs.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Mapping
 
 import jax
@@ -111,18 +113,41 @@ def principal_angle_matrix(bases: Array, ranks: Array | None = None) -> Array:
     return pairwise(lambda a, b: principal_angles(a[0], b[0], a[1], b[1]), (bases, ranks))
 
 
-@jax.jit
-def cca_matrix(z: Array, ranks: Array | None = None, r: int | None = None) -> Array:
-    """Mean top-r CCA of every seed pair: ``z [n, N, R]`` core coordinates -> ``[n, n]``.
+def cca_matrix(z: Array, ranks: Array | None = None, r: int | None = None,
+               allow_truncation: bool = False) -> Array:
+    """Mean top-r CCA of every seed pair: ``z [n, N, K]`` core coordinates -> ``[n, n]``.
 
     ``r`` fixed, or (None) ``min(r_A, r_B)`` per pair from ``ranks`` (all columns if no ranks).
+    Each pair needs the coordinates of both whole cores, so ``K`` (``Pipeline.keep_coords``) must
+    be at least the larger rank of the pair: a smaller ``K`` compares only the first ``K``
+    coordinates, a different (lower) CCA. That is refused unless ``allow_truncation``: here,
+    with concrete ``ranks``, as a ``ValueError``; under an outer jit or vmap (ranks traced) the
+    check cannot raise, so those pairs come back NaN.
     """
+    if not allow_truncation and ranks is not None and not isinstance(ranks, jax.core.Tracer):
+        check_keep_coords(z.shape[-1], int(np.max(np.asarray(ranks), initial=0)))
+    return _cca_matrix(z, ranks, r, allow_truncation)
+
+
+def check_keep_coords(keep: int, rank: int) -> None:
+    """Raise unless ``keep`` core coordinates hold a core of rank ``rank`` whole."""
+    if keep < rank:
+        raise ValueError(f"keep_coords={keep} is below the core rank {rank}; pass "
+                         f"allow_truncation=True to compare only the first {keep} coordinates")
+
+
+@functools.partial(jax.jit, static_argnames=("allow_truncation",))
+def _cca_matrix(z: Array, ranks: Array | None, r: int | None, allow_truncation: bool) -> Array:
     if ranks is None:
         return pairwise(lambda a, b: cca(a, b, r)[0], z)
+    keep = z.shape[-1]
 
     def fn(a, b):
-        za, zb = a[0] * rank_mask(a[1], a[0].shape[-1]), b[0] * rank_mask(b[1], b[0].shape[-1])
-        return cca(za, zb, jnp.minimum(a[1], b[1]) if r is None else r)[0]
+        za, zb = a[0] * rank_mask(a[1], keep), b[0] * rank_mask(b[1], keep)
+        mean = cca(za, zb, jnp.minimum(a[1], b[1]) if r is None else r)[0]
+        if allow_truncation:
+            return mean
+        return jnp.where(jnp.maximum(a[1], b[1]) > keep, jnp.nan, mean)  # traced refusal
 
     return pairwise(fn, (z, ranks))
 

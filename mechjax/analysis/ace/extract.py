@@ -1,13 +1,14 @@
-"""ACE extraction (SPEC 2.1): the two Gramians, square-root balanced truncation, the energy rank.
+"""ACE extraction (the ACE paper's method; docs/ace.md): the two Gramians, square-root balanced
+truncation, the energy rank.
 
-Precision (SPEC 2.1 asks for float64). The functions compute in the dtype they are given (at least
-float32): pass float64 arrays inside ``with jax.enable_x64(True):`` -- around the *whole* traced
+Precision (the paper computes in float64). The functions compute in the dtype they are given (at
+least float32): pass float64 arrays inside ``with jax.enable_x64(True):`` -- around the *whole* traced
 call, jit and vmap included -- to get float64. Switching x64 on locally inside a traced function is
 not used because it breaks when the function is later vmapped or differentiated as an already
 traced jaxpr (the batching rule runs outside the context and truncates to float32), and switching
 it on globally would change the rest of mechjax. In float32, the Gramians are trace-normalised
 before factorisation and eigenvalues below the rounding floor ``D * eps * lambda_max`` are clipped
-to zero together with the negative ones (in float64 that floor is ~1e-15 relative, i.e. SPEC's
+to zero together with the negative ones (in float64 that floor is ~1e-15 relative, i.e. the paper's
 "clip negatives"); without that floor, sqrt-factors of a rank-deficient Gramian carry sqrt(eps)
 ~ 3e-4 noise and the energy rule would count rounding noise as core dimensions.
 

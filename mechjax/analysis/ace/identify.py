@@ -1,4 +1,4 @@
-"""ACE identification (SPEC 2.3): the linear operator a core's coordinates follow -- across
+"""ACE identification (docs/ace.md): the linear operator a core's coordinates follow -- across
 positions (a Markov chain) or across answers (the cyclic shift of modular addition).
 
 Shape legend: B sequences, T positions, r core coordinates, N inputs, P classes (answers).
@@ -38,7 +38,7 @@ class MarkovFit(NamedTuple):
 @jax.jit
 def markov_operator(z: Array, rank: Array | int | None = None, r2_oracle: float = 0.5,
                     ) -> MarkovFit:
-    """Least-squares linear operator across consecutive positions (SPEC 2.3, Markov).
+    """Least-squares linear operator across consecutive positions (the Markov chain; docs/ace.md).
 
     ``z [B, T, r]`` core coordinates per sequence (``H Q``); pairs (z_t, z_{t+1}) pooled over B and
     t; each side centred separately; ``Z_{t+1} ~ Z_t A^T`` without intercept. ``rank`` restricts
@@ -104,7 +104,7 @@ def _pooled_r2(pred: Array, target: Array, rows: Array) -> Array:
 @functools.partial(jax.jit, static_argnames=("holdout_frac",))
 def cyclic_shift(reps: Array, rel_tol: float = 1e-3, holdout_start: int | Array = 0,
                  holdout_frac: float = 0.075) -> ShiftFit:
-    """Cyclic-shift operator over class means (SPEC 2.3, modular addition).
+    """Cyclic-shift operator over class means (modular addition; docs/ace.md).
 
     ``reps [P, r]``: class means of core coordinates per answer c (``class_means``). Fit
     ``reps[c] A ~ reps[c+1 mod P]`` after centring, in the principal directions of reps whose

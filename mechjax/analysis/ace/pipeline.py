@@ -1,5 +1,5 @@
 """The ACE pipeline on one model as one pure function -- read the activations and the tail,
-extract the core, validate it, identify its operator (SPEC 2.1-2.3) -- and the same batched over
+extract the core, validate it, identify its operator (docs/ace.md) -- and the same batched over
 seeds, or over checkpoints x seeds, as one compiled program.
 
 ``Pipeline`` says what to run (hook, tail, validation, identification and their options);
@@ -8,7 +8,7 @@ stacked parameters ``[n, ...]``; ``analyse_stack`` runs ``[C, n, ...]`` (checkpo
 ``analyse_linear`` is the same pipeline from activations whose tail is a known linear readout
 (no model needed; used for planted activations and by ``analyse`` for the ``unembed`` tail).
 
-Float64 (SPEC 2.1): ``Pipeline(float64=True)`` casts the activations and Jacobians to float64;
+Float64 (as the paper computes): ``Pipeline(float64=True)`` casts the activations and Jacobians to float64;
 the whole call must run inside ``precision(True)`` (``jax.enable_x64``), see ``extract``.
 
 Shape legend: B sequences, T positions, N activations (B x T, or B at one position), D width,
@@ -31,7 +31,8 @@ from mechjax.analysis.ace.extract import (Core, Gramians, covariance, extract_fr
 from mechjax.analysis.ace.identify import MarkovFit, ShiftFit, class_means, cyclic_shift, \
     markov_operator
 from mechjax.analysis.ace.reads import ACE_CHUNK, JACOBIAN_CHUNK, activations, hook_jacobians
-from mechjax.analysis.ace.validate import (linear_tail_scan, r_nec, r_suf,
+from mechjax.analysis.ace.validate import (causal_scan, causal_scan_last_block,
+                                           intervened_metric, linear_tail_scan, r_nec, r_suf,
                                            reads_last_block, validate, validate_last_block)
 from mechjax.chunks import check_chunk_size
 from mechjax.models.config import ModelConfig
@@ -48,8 +49,9 @@ Array = jax.Array
 TAIL_OUTPUTS = {"logits": None, "log_probs": jax.nn.log_softmax}
 TAILS = ("unembed",) + tuple(TAIL_OUTPUTS)
 # ``hooks``: full / core-only / core-removed metric at the energy rank, intervening at every
-# position (uncentred, toy models). ``rank_scan``: both interventions at every rank through the
-# linear tail, then r_nec, r_suf and the core dimension max(r_energy, r_nec).
+# position (uncentred, toy models). ``rank_scan``: both interventions at every rank, then r_nec,
+# r_suf and the core dimension max(r_energy, r_nec): from one running sum with the ``unembed``
+# tail, else through hooks and the model's real tail (``causal_scan``; a final LayerNorm too).
 VALIDATIONS = ("hooks", "rank_scan")
 # ``markov``: a linear operator across consecutive positions; ``cyclic_shift``: a shift operator
 # across the class means of the answers.
@@ -66,9 +68,14 @@ class Pipeline:
     tail, validation, identify: one of ``TAILS``, ``VALIDATIONS``, ``IDENTIFICATIONS``.
     tau:        the energy threshold of the rank.
     float64:    cast activations and Jacobians to float64 (run inside ``precision(True)``).
-    keep_coords: keep the first this-many core coordinates of every activation (for CCA).
+    keep_coords: the core coordinates of every activation kept for CCA (``Result.coords``).
+                None: the whole core, i.e. its rank (all D columns, those past the rank zero:
+                the rank is traced, the shape is not); 0: none; K: the first K, which
+                ``cca_matrix`` refuses to compare for cores of rank above K unless asked.
     rel_tol, holdout_start, holdout_frac: options of ``cyclic_shift``.
     suf_tol:    the tolerance of ``r_suf``.
+    scan_batch: ranks vmapped at a time by the rank scan through hooks (None: one by one);
+                memory grows with it times ``chunk_size``.
     chunk_size: sequences per forward pass of the activation read and the interventions (which
                 need no pass at the last block's output: ``validate_last_block``), and
     jac_chunk:  Jacobian samples differentiated at a time (``mechjax.chunks``; None: all at once):
@@ -82,11 +89,12 @@ class Pipeline:
     identify: str = "markov"
     tau: float = 0.999
     float64: bool = False
-    keep_coords: int = 0
+    keep_coords: int | None = None
     rel_tol: float = 1e-3
     holdout_start: int = 0
     holdout_frac: float = 0.075
     suf_tol: float = 1e-3
+    scan_batch: int | None = 8
     chunk_size: int | None = ACE_CHUNK
     jac_chunk: int | None = JACOBIAN_CHUNK
 
@@ -96,18 +104,19 @@ class Pipeline:
                                      ("identify", self.identify, IDENTIFICATIONS)):
             if value not in allowed:
                 raise ValueError(f"Pipeline.{name}={value!r}: allowed {allowed}")
-        if self.validation == "rank_scan" and self.tail != "unembed":
-            raise ValueError(f"Pipeline.validation='rank_scan' with tail={self.tail!r}: the rank "
-                             "scan needs the linear tail, tail='unembed'")
         if self.identify == "markov" and self.position is not None:
             raise ValueError(f"Pipeline.identify='markov' with position={self.position!r}: the "
                              "operator across positions needs every position (position=None)")
         if not 0.0 < self.tau <= 1.0:
             raise ValueError(f"Pipeline.tau={self.tau!r}: must be in (0, 1]")
-        if not isinstance(self.keep_coords, int) or self.keep_coords < 0:
-            raise ValueError(f"Pipeline.keep_coords={self.keep_coords!r}: a non-negative int")
+        if self.keep_coords is not None and (isinstance(self.keep_coords, bool) or not
+                                             isinstance(self.keep_coords, int)
+                                             or self.keep_coords < 0):
+            raise ValueError(f"Pipeline.keep_coords={self.keep_coords!r}: a non-negative int, "
+                             "or None for the core's rank")
         check_chunk_size(self.chunk_size, "Pipeline.chunk_size")
         check_chunk_size(self.jac_chunk, "Pipeline.jac_chunk")
+        check_chunk_size(self.scan_batch, "Pipeline.scan_batch")
 
     @property
     def dtype(self):
@@ -138,7 +147,7 @@ class Result(NamedTuple):
     scan: tuple[Array, Array] | None  # (core_only [D+1], core_removed [D+1]) with 'rank_scan'
     r_nec: Array | None            # [] with 'rank_scan'
     r_suf: Array | None            # [] with 'rank_scan'
-    coords: Array | None           # [N, keep_coords] core coordinates, when kept
+    coords: Array | None           # [N, D] (or [N, keep_coords]) core coordinates; None if 0
 
 
 def unembed(params: Params, cfg: ModelConfig, dtype) -> tuple[Array, Array]:
@@ -162,12 +171,20 @@ def _identify_and_keep(h: Array, core: Core, core_dim: Array, labels: Array, seq
     else:
         fit = cyclic_shift(class_means(z, labels, n_classes), pipe.rel_tol, pipe.holdout_start,
                            pipe.holdout_frac)
+    if pipe.keep_coords is None:
+        return fit, z  # columns past the rank are already zero
     return fit, (z[:, :pipe.keep_coords] if pipe.keep_coords else None)
 
 
 def _rank_scan(h: Array, core: Core, w_u: Array, b_u: Array, labels: Array, pipe: Pipeline):
     only, removed, full = linear_tail_scan(h, core.basis, w_u, b_u, labels)
-    nec = r_nec(removed, core.rank, w_u.shape[-1])
+    return _ranks_from_scan(only, removed, full, core, w_u.shape[-1], pipe)
+
+
+def _ranks_from_scan(only: Array, removed: Array, full: Array, core: Core, n_classes: int,
+                     pipe: Pipeline):
+    """r_nec, r_suf, the core dimension and the metrics there, from both scans ``[D+1]``."""
+    nec = r_nec(removed, core.rank, n_classes)
     suf = r_suf(only, full, pipe.suf_tol)
     core_dim = jnp.maximum(core.rank, nec)
     acc = {"full": full, "core_only": only[core_dim], "core_removed": removed[core_dim]}
@@ -202,6 +219,27 @@ def _validate(params: Params, h: Array, inputs: Inputs, cfg: ModelConfig, pipe: 
                     readout=pipe.position, chunk_size=pipe.chunk_size)
 
 
+def _hook_rank_scan(params: Params, h: Array, inputs: Inputs, cfg: ModelConfig, pipe: Pipeline,
+                    core: Core):
+    """``_rank_scan`` through hooks: each rank intervenes at the hook and runs the real tail (at
+    the last block's output, from ``h``: the tail is then only ``ln_final`` and the unembedding).
+    """
+    basis = core.basis.astype(h.dtype)
+    if reads_last_block(cfg, pipe.hook_name):
+        rows = inputs.tokens.shape if pipe.position is None else inputs.tokens.shape[:1]
+        h = h.reshape(*rows, -1)
+        only, removed = causal_scan_last_block(params, h, inputs.labels, cfg, basis,
+                                               batch_size=pipe.scan_batch)
+        full = validate_last_block(params, h, inputs.labels, cfg, basis)["full"]
+    else:
+        only, removed = causal_scan(params, inputs.tokens, inputs.labels, cfg, pipe.hook_name,
+                                    basis, readout=pipe.position, batch_size=pipe.scan_batch,
+                                    chunk_size=pipe.chunk_size)
+        full = intervened_metric(params, inputs.tokens, inputs.labels, cfg, pipe.hook_name, None,
+                                 readout=pipe.position, chunk_size=pipe.chunk_size)
+    return _ranks_from_scan(only, removed, full, core, cfg.vocab_out, pipe)
+
+
 @functools.partial(jax.jit, static_argnames=("cfg", "pipe"))
 def analyse(params: Params, inputs: Inputs, cfg: ModelConfig, pipe: Pipeline) -> Result:
     """ACE on one model: activations at ``pipe.hook_name``, the tail's Gramian, extraction,
@@ -227,10 +265,15 @@ def analyse(params: Params, inputs: Inputs, cfg: ModelConfig, pipe: Pipeline) ->
     h = h_model.astype(pipe.dtype)
     cov, mean = covariance(h)
     core = extract_from_gramians(Gramians(cov, obs, mean), pipe.tau)
-    acc = _validate(params, h_model, inputs, cfg, pipe, core.core_basis.astype(h_model.dtype))
-    fit, coords = _identify_and_keep(h, core, core.rank, inputs.labels.reshape(-1),
+    if pipe.validation == "rank_scan":
+        core_dim, acc, scan, nec, suf = _hook_rank_scan(params, h_model, inputs, cfg, pipe, core)
+    else:
+        acc = _validate(params, h_model, inputs, cfg, pipe,
+                        core.core_basis.astype(h_model.dtype))
+        core_dim, scan, nec, suf = core.rank, None, None, None
+    fit, coords = _identify_and_keep(h, core, core_dim, inputs.labels.reshape(-1),
                                      inputs.tokens.shape, pipe, cfg.vocab_out)
-    return Result(core, core.rank, acc, fit, None, None, None, coords)
+    return Result(core, core_dim, acc, fit, scan, nec, suf, coords)
 
 
 @functools.partial(jax.jit, static_argnames=("cfg", "pipe"))

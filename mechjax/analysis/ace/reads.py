@@ -1,5 +1,5 @@
 """What ACE reads from a model: the activation ``H`` at a hook, and the Jacobians ``J_s`` of the
-tail after it (SPEC 2.1).
+tail after it (the ACE paper's core extraction; docs/ace.md).
 
 Shape legend: N activations, D activation width, S Jacobian samples, K tail-output width.
 """
@@ -24,14 +24,14 @@ Array = jax.Array
 # Sequences per chunk of ACE's whole-model passes (activation read, interventions). Larger than
 # ``mechjax.chunks.DEFAULT_CHUNK`` because the chunked program is slower: ACE on the ace_markov
 # CPU config (3000 sequences, per-seed loop, one process, forms alternated, best of 3) took
-# 18.7 s for 4 seeds in chunks of 1024 against 10.7 s unchunked (BUILD_NOTES.md, "Batched ACE on
-# the current code"). On CPU seeds are analysed one at a time
+# 18.7 s for 4 seeds in chunks of 1024 against 10.7 s unchunked (measured; docs/design.md). On
+# CPU seeds are analysed one at a time
 # (``vectorize.resolve_analysis_vectorize``), so memory still follows one seed's chunk.
 ACE_CHUNK = 4096
 # Seeds per block of a vmapped ACE program over seeds (``timing.vmap_in_seed_blocks``): 16 seeds
 # vmapped at once at the ace_markov CPU config ran at 0.97x the per-seed loop, blocks of 1, 2
 # and 4 seeds in one program at 1.18x, 1.10x and 1.13x (4: the same numbers as the plain vmap;
-# BUILD_NOTES.md, "Issue 31 item 3 (h31e)").
+# measured, docs/design.md).
 ACE_SEED_BLOCK = 4
 
 

@@ -1,5 +1,5 @@
-"""ACE validation (SPEC 2.2): interventions on the core through hooks, the causal rank scans, and
-the necessary and sufficient ranks read from them.
+"""ACE validation (the ACE paper's causal validation; docs/ace.md): interventions on the core
+through hooks, the causal rank scans, and the necessary and sufficient ranks read from them.
 
 Shape legend: D activation width, R basis columns, b sequences, p positions, V vocabulary.
 """
@@ -34,7 +34,7 @@ def core_removed_hook(basis: Array) -> Callable[[Array], Array]:
 
 def centred_hook(basis: Array, mean: Array, mode: Literal["keep", "remove", "flip"],
                  position: int | Array = -1) -> Callable[[Array], Array]:
-    """LLM intervention at one position, centred on the training mean ``mu`` (SPEC 2.2).
+    """LLM intervention at one position, centred on the training mean ``mu`` (docs/ace.md).
 
     ``x = h - mu``, ``xp = x Q Q^T``; keep ``x' = xp``; remove ``x' = x - xp``; flip
     ``x' = x - 2 xp``; ``h <- x' + mu``. Acts on ``h [b, p, D]`` at ``position`` only: an int
@@ -102,7 +102,7 @@ def validate(params: Params, tokens: Array, labels: Array, cfg: ModelConfig, hoo
              basis: Array, metric: Metric = "accuracy", readout: int | None = None,
              weights: Array | None = None, chunk_size: int | None = ACE_CHUNK,
              ) -> dict[str, Array]:
-    """Toy-model validation: ``{'full', 'core_only', 'core_removed'}`` metrics (SPEC 2.2).
+    """Toy-model validation: ``{'full', 'core_only', 'core_removed'}`` metrics (docs/ace.md).
 
     ``basis [D, R]``: the core (a masked ``[D, D]`` basis works). Uncentred, every position.
     ``chunk_size``: sequences per forward pass (``intervened_metric``).
@@ -159,30 +159,64 @@ def validate_centred(params: Params, tokens: Array, cfg: ModelConfig, hook_name:
     return out
 
 
-@functools.partial(jax.jit,
-                   static_argnames=("cfg", "hook_name", "metric", "readout", "batch_size"))
+def _map_ranks(one: Callable[[Array], tuple[Array, Array]], width: int,
+               batch_size: int | None) -> tuple[Array, Array]:
+    """``one(mask)`` for the column masks of ranks r = 0..width: ``([width+1], [width+1])``.
+
+    ``batch_size`` ranks are vmapped at a time (None: one by one). The masks are padded to a
+    whole number of batches (copies of the last, dropped again): ``lax.map``'s own
+    ``batch_size`` would run a second, differently batched body on the remainder."""
+    masks = jnp.arange(width + 1)[:, None] > jnp.arange(width)[None]
+    if batch_size is None:
+        return jax.lax.map(one, masks)
+    n = width + 1
+    rows = jnp.minimum(jnp.arange(-(-n // batch_size) * batch_size), n - 1)
+    blocks = masks[rows].reshape(-1, batch_size, width)
+    out = jax.lax.map(jax.vmap(one), blocks)
+    return jax.tree.map(lambda x: x.reshape(-1)[:n], out)
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "hook_name", "metric", "readout",
+                                             "batch_size", "chunk_size"))
 def causal_scan(params: Params, tokens: Array, labels: Array, cfg: ModelConfig, hook_name: str,
                 basis: Array, metric: Metric = "accuracy", readout: int | None = None,
                 weights: Array | None = None, batch_size: int | None = None,
-                ) -> tuple[Array, Array]:
+                chunk_size: int | None = ACE_CHUNK) -> tuple[Array, Array]:
     """Core-only and core-removed metric at every rank r = 0..R: ``([R+1], [R+1])``.
 
-    ``basis [D, R]`` is the full ordered basis; rank r uses its first r columns via a mask. The
-    ranks run through ``lax.map`` (``batch_size`` of them vmapped at a time; None = one by one),
-    not a Python loop, so this jits and vmaps over seeds.
+    ``basis [D, R]`` is the full ordered basis; rank r uses its first r columns via a mask. Each
+    rank intervenes at ``hook_name`` (every position) and runs the rest of the model through
+    ``run_with_hooks``, so any tail works (a final LayerNorm included). The ranks run through
+    ``lax.map`` (``batch_size`` of them vmapped at a time; None = one by one), not a Python loop,
+    so this jits and vmaps over seeds; ``chunk_size``: sequences per forward pass.
     """
-    masks = jnp.arange(basis.shape[-1] + 1)[:, None] > jnp.arange(basis.shape[-1])[None]
-
     def one(mask):
         return _core_only_and_removed(params, tokens, labels, cfg, hook_name,
-                                      basis * mask.astype(basis.dtype), metric, readout, weights)
+                                      basis * mask.astype(basis.dtype), metric, readout, weights,
+                                      chunk_size)
 
-    return jax.lax.map(one, masks, batch_size=batch_size)
+    return _map_ranks(one, basis.shape[-1], batch_size)
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "metric", "batch_size"))
+def causal_scan_last_block(params: Params, h: Array, labels: Array, cfg: ModelConfig,
+                           basis: Array, metric: Metric = "accuracy",
+                           weights: Array | None = None, batch_size: int | None = None,
+                           ) -> tuple[Array, Array]:
+    """``causal_scan`` at the last block's output from the activations read there (``h`` and
+    ``labels`` as in ``validate_last_block``): the same hooks and tail (``ln_final`` for pre-LN,
+    then the unembedding), without running the blocks again."""
+    def one(mask):
+        out = validate_last_block(params, h, labels, cfg, basis * mask.astype(basis.dtype),
+                                  metric, weights)
+        return out["core_only"], out["core_removed"]
+
+    return _map_ranks(one, basis.shape[-1], batch_size)
 
 
 @jax.jit
 def r_nec(core_removed: Array, r_energy: Array | int, n_classes: int) -> Array:
-    """Smallest r >= r_energy with core-removed accuracy <= 2 / n_classes (SPEC 2.1).
+    """Smallest r >= r_energy with core-removed accuracy <= 2 / n_classes (docs/ace.md).
 
     ``core_removed [R+1]`` from ``causal_scan``. Returns R when no rank qualifies (check
     ``core_removed[R]`` to tell that case apart).
@@ -194,7 +228,7 @@ def r_nec(core_removed: Array, r_energy: Array | int, n_classes: int) -> Array:
 
 @jax.jit
 def r_suf(core_only: Array, full: Array | float, tol: float = 1e-3) -> Array:
-    """Smallest r with core-only accuracy >= full - tol (SPEC 2.1); R when none qualifies."""
+    """Smallest r with core-only accuracy >= full - tol (docs/ace.md); R when none qualifies."""
     ok = core_only >= full - tol
     return jnp.where(ok.any(), jnp.argmax(ok), core_only.shape[0] - 1).astype(jnp.int32)
 
@@ -206,7 +240,7 @@ def linear_tail_scan(h: Array, basis: Array, w_u: Array, b_u: Array, labels: Arr
 
     ``h [N, D]``, ``basis [D, D]`` (orthonormal columns in core order), ``w_u [D, V]``,
     ``b_u [V]``, ``labels [N]``. Core-only at rank r: ``h Q_r Q_r^T W_U + b``; core-removed:
-    ``(h - h Q_r Q_r^T) W_U + b`` (SPEC 2.2, uncentred). Returns ``(core_only [D+1],
+    ``(h - h Q_r Q_r^T) W_U + b`` (uncentred; docs/ace.md). Returns ``(core_only [D+1],
     core_removed [D+1], full [])``.
 
     Why no forward passes: when the hooked activation feeds the logits through ``h W_U + b`` (the

@@ -1,4 +1,4 @@
-"""Mechanism of the Assign-and-Add model (SPEC 1.4): progress measures, cosines, Fourier fits.
+"""Assign-and-Add mechanism (docs/assign_add.md): progress measures, cosines, Fourier fits.
 
 Paper layer 1 / layer 2 are ``blocks.0`` / ``blocks.1``. Every analysis is a pure function of a
 parameter dict (plus fixed probe data built once by ``probe_data``), so stacking checkpoints or

@@ -88,8 +88,8 @@ def _probe_from_cache(cache, data: ProbeData, ridge: float) -> jax.Array:
 
 def progress_measures(params: Params, data: ProbeData, cfg: ModelConfig | None = None,
                       ridge: float = 1e-2) -> dict[str, jax.Array]:
-    """The seven progress measures of SPEC 1.4 (scalars). Vmap over stacked params with
-    ``jax.vmap(progress_measures, in_axes=(0, None))``."""
+    """The seven progress measures the Assign-and-Add authors track (scalars). Vmap over stacked
+    params with ``jax.vmap(progress_measures, in_axes=(0, None))``."""
     cfg = resolve_cfg(cfg)
     cache = _cache(params, data, cfg)
     out = {"ov_mlp_accuracy": ov_mlp_accuracy(params, cfg),

@@ -1,4 +1,4 @@
-"""``mechanism_summary``: the progress measures plus the SPEC 1.4 mechanism numbers in one call."""
+"""``mechanism_summary``: the progress measures plus the paper's mechanism numbers in one call."""
 from __future__ import annotations
 
 import jax
@@ -16,7 +16,7 @@ from mechjax.tasks import assign_add as aa
 
 def mechanism_summary(params: Params, data: ProbeData, paired: PairedData,
                       cfg: ModelConfig | None = None) -> dict[str, jax.Array]:
-    """Progress measures plus the SPEC 1.4 mechanism numbers, all scalars (vmappable).
+    """Progress measures plus the Assign-and-Add mechanism numbers, all scalars (vmappable).
 
     ``fourier_max_*``: the neuron with the best single-frequency fit; ``fourier_top_*``: the
     neuron whose pre-activation map has the largest variance (the most active neuron).

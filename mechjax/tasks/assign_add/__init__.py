@@ -12,7 +12,7 @@ ones plus distractors with fresh variables and uniform values, each variable at 
 the ``12 - 2n`` PADs each fall independently and uniformly into one of the ``n + 1`` gaps between
 assignments, so a PAD never separates a variable from its value.
 
-Partitions (SPEC 1.2):
+Partitions (the Assign-and-Add paper's):
   * held-out addition pairs: the 3481 ordered pairs are ranked by a fixed permutation
     (``PairSplit``); a pair is a training pair iff ``rank < n_train(f) = floor(f * 3481)``. ``f`` is
     a traced task parameter, so a sweep over ``f`` compiles once. ``authors_split()`` ranks by
@@ -33,7 +33,7 @@ axis). Adding the 1045 * 40 = 41,800 doubly novel sequences (held-out pair *and*
 variables) would give 235,380; the authors' count excludes them (1045 a + 2436 b = 193,580 has the
 single solution a = 92, b = 40 with 0 <= a <= 132), ``include_doubly_novel=True`` adds them.
 
-Choices SPEC leaves open (documented here): the 2-var operand pair is uniform over the allowed
+Choices the paper leaves open (documented here): the 2-var operand pair is uniform over the allowed
 ordered pairs (not "left uniform, then right uniform"); the 1-var pools mix LHS and RHS 50/50;
 the misplaced-variable pools and the misplaced half of the union use training pairs; evaluation
 pools are drawn from the key each call (a fixed key gives a fixed pool).

@@ -52,7 +52,7 @@ class PairSplit:
 
 
 def authors_split(seed: int = 42) -> PairSplit:
-    """``random.Random(seed).sample(lexicographic pairs, 3481)`` as the ranking (SPEC 1.2)."""
+    """``random.Random(seed).sample(lexicographic pairs, 3481)`` as the ranking (authors' split)."""
     return PairSplit(np.asarray(random.Random(seed).sample(range(N_PAIRS), N_PAIRS), np.int32))
 
 

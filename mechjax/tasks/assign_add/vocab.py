@@ -21,7 +21,7 @@ TRAIN_ROWS = (12.0, 10.0, 10.0, 10.0)  # rows per training pair: 0-var, LHS, RHS
 
 
 def model_config() -> ModelConfig:
-    """The authors' architecture (SPEC 1.3): 2 layers, 1 head, no layer-0 MLP, no biases/LN."""
+    """The authors' architecture: 2 layers, 1 head, no layer-0 MLP, no biases/LN."""
     return ModelConfig(n_layers=2, d_model=128, n_heads=1, d_mlp=512, d_vocab=D_VOCAB,
                        d_vocab_out=P, n_ctx=SEQ_LEN, mlp_layers=(False, True))
 

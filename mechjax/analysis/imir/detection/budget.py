@@ -1,5 +1,5 @@
-"""The budget curve of circuit detection (issue 26 item 4): the detected circuit at several loss
-budgets ``tau``, tight to loose, and the rule that picks the budget to report.
+"""The budget curve of circuit detection (docs/imir.md, section 7): the detected circuit at several
+loss budgets ``tau``, tight to loose, and the rule that picks the budget to report.
 
 ``curve(dets)`` tabulates, per budget, what ``detector.detect_curve`` found: kept coordinates,
 canonical units, helpers, circuits of 4 canonical units, and the circuit's accuracy with and

@@ -1,4 +1,4 @@
-"""Automatic circuit detection on the IMIR manifold (arXiv 2607.11875, SPEC 3.6; issue 15).
+"""Automatic circuit detection on the IMIR manifold (arXiv 2607.11875; docs/imir.md, section 7).
 
 ``detect(params, basis, batch, tau)`` runs the three steps, each in its own module:
 

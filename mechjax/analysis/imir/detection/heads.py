@@ -1,4 +1,4 @@
-"""Head-level analysis set against coordinate-level detection (issue 15 part 3).
+"""Head-level analysis set against coordinate-level detection (docs/imir.md, section 7).
 
 ``head_ablation`` mean-ablates each attention head of a model in turn, through mechjax's hooks:
 the head's ``hook_z`` (for the merged-OV model: its attention-weighted residual, ``[b, p, h, d]``,

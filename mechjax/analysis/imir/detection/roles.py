@@ -1,4 +1,4 @@
-"""Name the kept units by what they compute (issue 26 item 2; used by ``circuits.classify``).
+"""Name the kept units by what they compute (docs/imir.md, section 7; ``circuits.classify``).
 
 **What a path carries.** In the IMIR model every head copies a block of the residual stream at
 the key it attends to into a new path block, so a path ``c`` read at position q carries one

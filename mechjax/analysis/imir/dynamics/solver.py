@@ -1,13 +1,14 @@
 """One ODE solver for every IMIR flow: diffrax's adaptive Tsit5 with a PID step-size controller
 (error control at ``rtol`` / ``atol``), states saved at equal times with ``SaveAt(ts=...)``.
 Phase-diagram grids may pick a cheaper explicit method by name (``SOLVERS``: Heun's 2 field
-evaluations a step beat Tsit5's 6 at the loose tolerances a diagram needs; BUILD_NOTES.md,
-"IMIR exact phase diagrams"), and ``solve_capped`` stops a cell at a step cap instead of raising.
+evaluations a step beat Tsit5's 6 at the loose tolerances a diagram needs; docs/design.md,
+"Dependencies"), and ``solve_capped`` stops a cell at a step cap instead of raising.
 
 Jittable and vmappable over the initial state and the field's arguments (grid cells), so a
 phase diagram is one ``jit(vmap(solve))``: under ``vmap`` every cell keeps its own step size.
 The numbers behind the defaults (time and deviation against the hand-written RK4 it replaced)
-are in BUILD_NOTES.md, "ODE integration on diffrax" (``python -m experiments.imir_phase.benchmark_ode``).
+are in docs/design.md, "Dependencies" (measured by
+``python -m experiments.imir_phase.benchmark_ode``).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Comparisons of two phase diagrams that need no shared clock (issue 27 item 1).
+"""Comparisons of two phase diagrams that need no shared clock (docs/imir.md, section 9).
 
 The exact diagram's time is gradient-flow time; a trained transformer's is optimizer steps
 (Adam at that). A winner at one shared horizon therefore compares speeds as much as phases.

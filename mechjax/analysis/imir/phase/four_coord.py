@@ -16,6 +16,7 @@ import numpy as np
 from mechjax.analysis.imir.dynamics import four_coord as rd
 from mechjax.analysis.imir.dynamics import solver as solve
 from mechjax.analysis.imir.phase import readoffs as ph
+from mechjax.analysis.imir.phase.diagrams import PhaseDiagram
 from mechjax.analysis.imir.phase.readoffs import EMERGENCE_LEVEL
 
 
@@ -147,3 +148,37 @@ def reference_emergence(t: np.ndarray, theta: np.ndarray, f_r: float, f_v: float
                 f"reduced ODE at the reference cell f_r={f_r}, f_v={f_v}, b={b}; *_half_change: "
                 "first time it covers half of its change over the horizon"),
             "emergence_times_ode_half_change": ph.coordinate_emergence(t, theta)}
+
+
+def fr_fv_diagram(sizes: rd.RecallSizes, theta0: Sequence[float], b: int, fr_ax, fv_ax,
+                  t1: float, n_save: int, threshold: float, dt0: float | None = None,
+                  ) -> PhaseDiagram:
+    """The 4-coordinate (f_r, f_v) diagram at burstiness ``b`` (one vmapped solve,
+    ``timed_grid``), read with its ceiling (``readoff``); the same ``PhaseDiagram`` as the exact
+    model's (``spec`` holds the ``sizes``)."""
+    fr_ax, fv_ax = np.asarray(fr_ax, np.float64), np.asarray(fv_ax, np.float64)
+    FR, FV = np.meshgrid(fr_ax, fv_ax, indexing="ij")
+    out, t_comp, t_run = timed_grid(sizes, theta0, b, FR.ravel(), FV.ravel(), t1, n_save, dt0)
+    return _diagram("f_r", "f_v", fr_ax, fv_ax, FR, FV, b * ph.s_factor(FR, FV),
+                    np.full(FR.size, float(b)), out, t1, n_save, threshold, sizes, t_run,
+                    t_comp)
+
+
+def b_fr_diagram(sizes: rd.RecallSizes, theta0: Sequence[float], b_ax, fr_ax, f_v: float,
+                 t1: float, n_save: int, threshold: float, dt0: float | None = None,
+                 ) -> PhaseDiagram:
+    """The 4-coordinate (b, f_r) diagram at ``f_v``: one vmapped solve over b and f_r."""
+    b_ax, fr_ax = np.asarray(b_ax), np.asarray(fr_ax, np.float64)
+    BB, FR = np.meshgrid(b_ax, fr_ax, indexing="ij")
+    out, t_comp, t_run = timed_grid(sizes, theta0, BB.ravel(), FR.ravel(), f_v, t1, n_save, dt0)
+    return _diagram("b", "f_r", b_ax, fr_ax, BB, FR, BB * ph.s_factor(FR, f_v),
+                    BB.ravel().astype(float), out, t1, n_save, threshold, sizes, t_run, t_comp)
+
+
+def _diagram(x_name, y_name, x, y, X, Y, sb, b_cells, out, t1, n_save, threshold, sizes,
+             seconds, compile_seconds) -> PhaseDiagram:
+    t = np.linspace(0.0, float(t1), n_save + 1)
+    cells = readoff(out, t, b_cells, threshold)
+    return PhaseDiagram(x_name, y_name, x, y, X, Y, t, dict(out), cells, sb,
+                        ph.contour_agreement(sb, cells["icl"].reshape(X.shape)), sizes, 0,
+                        float(seconds), float(compile_seconds))

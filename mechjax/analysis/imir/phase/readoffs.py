@@ -96,11 +96,16 @@ def emergence_order(times: dict[str, float], which: Sequence[str] = ("gamma", "b
     return sorted(which, key=lambda n: times[n])
 
 
-def contour_agreement(sb: np.ndarray, formed: np.ndarray) -> dict[str, float]:
+def contour_agreement(sb: np.ndarray, formed: np.ndarray) -> dict:
     """The best single threshold ``c`` of ``s * b`` predicting ``formed`` (ICL emerged) and the
     fraction of cells it classifies correctly: how well the predicted contour ``s b = c``
-    separates the phases."""
+    separates the phases. Where every cell or no cell formed ICL there is nothing to separate:
+    ``c`` and ``agreement`` are None and ``undefined`` says why (a threshold past either end
+    would score 1.0 on such a grid and mean nothing)."""
     sb, formed = np.ravel(sb), np.ravel(formed).astype(bool)
+    if formed.all() or not formed.any():
+        return {"c": None, "agreement": None,
+                "undefined": f"{'every' if formed.all() else 'no'} cell of {formed.size} formed ICL"}
     cands = np.unique(sb)
     best_c, best = float(cands[0]), -1.0
     for c in np.concatenate([cands, [cands[-1] + 1]]):

@@ -1,8 +1,8 @@
-"""Which induction route wins from which initialization (SPEC 3.5): the exact reduced ODE of a
-deep attention-only model (every coordinate of ``make_basis``) started from many initial points
-in one ``jit(vmap)``, full transformers trained from random weights in one ``jit(vmap)``, both
-classified by ``routes.winners``, and the interaction between routes from the reduced field's
-Jacobian.
+"""Which induction route wins from which initialization (IMIR paper; docs/imir.md, section 8): the
+exact reduced ODE of a deep attention-only model (every coordinate of ``make_basis``) started from
+many initial points in one ``jit(vmap)``, full transformers trained from random weights in one
+``jit(vmap)``, both classified by ``routes.winners``, and the interaction between routes from the
+reduced field's Jacobian.
 
 The flow is the exact model's (``dynamics.model``: the orbit classes of the recall population,
 pruned to those of positive probability at the concrete task parameters), the projected gradient

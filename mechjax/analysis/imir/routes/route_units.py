@@ -1,4 +1,5 @@
-"""Competing induction routes of a deep attention-only model, on the IMIR manifold (SPEC 3.5).
+"""Competing induction routes of a deep attention-only model, on the IMIR manifold
+(docs/imir.md, section 8).
 
 In an ``L``-layer model an induction circuit can form on any pair of heads ``(p, m)`` with ``p``
 in an earlier layer than ``m``: a *route*. Each route has three units (``circuits.units`` names):
