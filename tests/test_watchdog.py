@@ -9,7 +9,7 @@ from mechjax.sweeps import watchdog
 
 STALL = """
 import time
-from mechjax import watchdog
+from mechjax.sweeps import watchdog
 with watchdog.watch("simulated stalled call", stall_seconds=1.5, poll_seconds=0.25,
                     cpu_only=False):
     time.sleep(60)  # blocked without computing, as a deadlocked XLA program is
@@ -47,7 +47,7 @@ def test_env_limit_is_validated(monkeypatch):
 
 NESTED = """
 import time
-from mechjax import watchdog
+from mechjax.sweeps import watchdog
 with watchdog.watch("the whole run", stall_seconds=1.5, poll_seconds=0.25, cpu_only=False):
     with watchdog.watch("inner analysis call"):
         time.sleep(60)
