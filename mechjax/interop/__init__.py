@@ -1,7 +1,8 @@
 """Weights, checkpoints and tokenizers in other libraries' formats.
 
 * ``weights``   -- TransformerLens-layout state dicts as ``.npz`` files: save, load, validate
-* ``tl_export`` -- one model as a TransformerLens ``HookedTransformer`` (torch extra)
+* ``tl_export`` -- one model as a TransformerLens model (``HookedTransformer`` on 3.x,
+  ``TransformerBridge`` on 4.x; torch extra to load), and TransformerLens weights back
 * ``gpt2``, ``gpt2_config``, ``files`` -- GPT-2 folders as ``transformers`` writes them, both ways
 * ``tokenizer`` -- GPT-2-style tokenizers through ``tokenizers``
 """

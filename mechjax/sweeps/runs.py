@@ -204,9 +204,9 @@ class Run:
         return seeds.index(seed)
 
     def export_tl(self, seed: int, step: int | None, path: str, grid: int = 0) -> str:
-        """Write one model for TransformerLens 3.x into folder ``path``: ``state_dict.pt`` and
-        ``hooked_transformer_config.json`` (see ``mechjax.interop.tl_export``; needs the torch extra).
-        ``tl_export.load(path)`` gives the ``HookedTransformer``. Returns ``path``."""
+        """Write one model for TransformerLens into folder ``path``: ``state_dict.safetensors`` and
+        ``hooked_transformer_config.json`` (see ``mechjax.interop.tl_export``; written without torch).
+        ``tl_export.load(path)`` gives a ``HookedTransformer`` (3.x) or ``TransformerBridge`` (4.x). Returns ``path``."""
         from mechjax.interop import tl_export
         if not isinstance(self.model_cfg, ModelConfig):
             raise RunError(f"{self.path!r} holds a {self.model_cfg.module} model; only the "

@@ -26,6 +26,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from jax.sharding import NamedSharding, PartitionSpec
 
+from mechjax.sweeps import curves as sweep_curves
 from mechjax.sweeps import distributed
 from mechjax.sweeps import files as sweep_files
 from mechjax.sweeps import watchdog
@@ -92,7 +93,7 @@ def sweep_program(trainer: Trainer, chunk: int, mesh: jax.sharding.Mesh,
     ``shard_map`` gives each device its own block of seeds (seeds never communicate). Within a
     device the seeds are batched by ``vmap`` or run one after another by ``lax.map``
     (``vectorize``): batching shares each matmul across seeds, the loop keeps every matmul the
-    size of one model; which is faster depends on the model and the device (see BUILD_NOTES).
+    size of one model; which is faster depends on the model and the device (docs/design.md).
     The grid axis is always vmapped. ``on_trace()`` is called each time the program is traced
     (once per compilation).
     """
@@ -160,7 +161,8 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
               workdir: str | None = None, *, chunk_evals: int | None = None,
               init_state: InitState | None = None, stop: StopPredicate | None = None,
               snapshots: SnapshotPolicy | None = None, vectorize: str = "auto",
-              log_every_chunk: bool = True, overwrite: bool = False) -> SweepResult:
+              log_every_chunk: bool = True, overwrite: bool = False,
+              curves: bool | None = None) -> SweepResult:
     """Train every ``seed`` at every grid point of ``hparams`` (``{name: value or [n_grid]}``).
 
     Hyperparameters not given take the trainer's defaults. ``chunk_evals`` evaluation intervals
@@ -178,10 +180,19 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
     parameters, see ``start_from``). ``stop(metrics_so_far)`` (each ``[n_seeds, n_grid,
     n_evals_done]``) is asked after every chunk, and after a resume: True ends the sweep there
     (``result.stopped_early``). ``vectorize``: how seeds share a device, see ``sweep_program``.
+
+    ``curves``: TensorBoard event files of every evaluation, one run per seed and grid point, in
+    ``WORKDIR/tb`` (``mechjax.sweeps.curves``), written by process 0 after each chunk. ``None``
+    (the default) writes them when a workdir is given and ``tensorboardX`` is installed:
+    watching a long sweep live is what curves are for, they cost little next to training
+    (scalars only, a few ms per chunk), and without the optional package the sweep runs as
+    before. ``True`` requires them (an error naming the pip command if tensorboardX is
+    missing), ``False`` writes none.
     """
     plan = plan_sweep(trainer, seeds, hparams, chunk_evals, snapshots)
     if workdir is not None:
         _claim_workdir(workdir, trainer, plan, overwrite)
+    writer = sweep_curves.open_curves(curves, workdir, plan.seeds, plan.n_grid)
     mesh = seed_mesh()
     traces = [0]
     run_fn = sweep_program(trainer, plan.chunk, mesh, vectorize,
@@ -192,6 +203,7 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
     manager = None
     if workdir is not None:
         manager = _open_workdir(workdir, trainer, plan, run)
+        _write_curves(writer, run, 0)  # a resume: what a killed run saved but did not write
     start = run.done
     stopped = (start > 0 and stop is not None and start < plan.n_chunks
                and bool(stop(run.metrics_so_far())))
@@ -206,6 +218,7 @@ def run_sweep(trainer: Trainer, seeds: Sequence[int],
         run.done += 1
         if manager is not None:
             _save_chunk(workdir, manager, run)
+            _write_curves(writer, run, run.done - 1)
         if log_every_chunk:
             log_progress(run.done, plan.n_chunks, start, t0, chunk_metrics,
                          trainer.train_cfg.steps, len(plan.seeds) * plan.n_grid)
@@ -286,6 +299,14 @@ def _save_chunk(workdir: str, manager, run: _Progress) -> None:
                           plan.hparams, plan.seeds)
     except Exception as err:  # orbax wraps OS errors in several types
         raise SaveError(workdir, done, plan.n_chunks, manager.latest_step(), err) from err
+
+
+def _write_curves(writer: sweep_curves.CurveWriter | None, run: _Progress, chunk: int) -> None:
+    """The evaluations from chunk ``chunk`` on as TensorBoard events (after the checkpoint that
+    holds them, so a resume rewrites nothing it restores)."""
+    if writer is not None:
+        new = {k: v[..., chunk * run.plan.chunk:] for k, v in run.metrics_so_far().items()}
+        writer.write(new, new["step"])
 
 
 def _finish(workdir: str | None, manager, run: _Progress, traces: int,
