@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from mechjax.models.hooks import HookNameError
+from mechjax.models.hooks import unknown_names_error
 from mechjax.models.protocol import Model
 
 Params = dict[str, jax.Array]
@@ -203,14 +203,9 @@ class _Adapter:
         valid = self.module_paths
         unknown = [n for n in names if n not in valid]
         if unknown:
-            parts = []
-            for name in unknown:
-                near = difflib.get_close_matches(str(name), valid, n=3, cutoff=0.6)
-                parts.append(f"{name!r} (near matches: {', '.join(near)})" if near
-                             else f"{name!r} (no near match)")
-            raise HookNameError(f"unknown module path{'s' if len(unknown) > 1 else ''} "
-                                f"{', '.join(parts)}; module_paths(model) lists all "
-                                f"{len(valid)} of {self.module_name}")
+            raise unknown_names_error(unknown, valid, "module path",
+                                      f"module_paths(model) lists all {len(valid)} of "
+                                      f"{self.module_name}")
 
 
 def _few(names: list[str], n: int = 3) -> str:

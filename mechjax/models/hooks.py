@@ -128,14 +128,21 @@ def check_hook_names(cfg: ModelConfig, names: Iterable[str],
     unknown = sorted(set(names) - set(valid), key=names.index)
     if not unknown:
         return
+    raise unknown_names_error(unknown, valid, "hook name",
+                              f"hook_names(cfg) lists all {len(valid)} of this model")
+
+
+def unknown_names_error(unknown: list[str], valid: list[str], what: str,
+                        listing: str) -> HookNameError:
+    """One line naming each unknown ``what`` with its near matches among ``valid`` (difflib),
+    then ``listing``: where the user finds them all."""
     parts = []
     for name in unknown:
         near = difflib.get_close_matches(str(name), valid, n=3, cutoff=0.6)
         parts.append(f"{name!r} (near matches: {', '.join(near)})" if near
                      else f"{name!r} (no near match)")
-    raise HookNameError(f"unknown hook name{'s' if len(unknown) > 1 else ''} "
-                        f"{', '.join(parts)}; hook_names(cfg) lists all {len(valid)} of "
-                        "this model")
+    return HookNameError(f"unknown {what}{'s' if len(unknown) > 1 else ''} "
+                         f"{', '.join(parts)}; {listing}")
 
 
 # ---- common interventions ----------------------------------------------------------------------
