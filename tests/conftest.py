@@ -38,6 +38,16 @@ os.environ["JAX_COMPILATION_CACHE_DIR"] = enable_compilation_cache(SUITE_CACHE)
 STALL_SECONDS = 120.0
 
 
+def load_example(name: str):
+    """``examples/<name>.py`` imported as a module (the examples are scripts, not a package)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, "examples",
+                                                                     f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def run_module_env(extra=None):
     """Environment for subprocesses that run the project's modules."""
     env = dict(os.environ)

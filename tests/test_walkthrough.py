@@ -1,22 +1,18 @@
 """The walkthrough (examples/walkthrough.py, the script of docs/notebook.md) on a tiny run."""
-import importlib.util
 import json
 import os
 import re
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, load_example
 
 SCRIPT = os.path.join(REPO, "examples", "walkthrough.py")
 NOTEBOOK = os.path.join(REPO, "docs", "notebook.md")
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("walkthrough", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example("walkthrough")
 
 
 def summary_config(workdir):
