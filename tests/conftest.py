@@ -21,6 +21,25 @@ if os.environ.get("MECHJAX_TEST_FULL_OPT") != "1":
     _flags = f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE['XLA_FLAGS']}"
     os.environ["XLA_FLAGS"] = _flags.strip()
 
+# Long training loops are the exception: at level 0 a step of the suite's small models costs ~3x
+# more than at XLA's default level 2 (measured: the tiny grokking model, 37 -> 12 ms per step,
+# +1.3 s of compile), so a trainer of at least TRAIN_STEPS_AT_LEVEL_2 steps has its programs
+# (``compile_options.jit_train``, in this process) compiled at level 2; shorter ones compile
+# faster than they would run (level 2 made the suite's short trainings 10-30 s slower each).
+TRAIN_OPTIONS = {"xla_backend_optimization_level": 2}
+TRAIN_STEPS_AT_LEVEL_2 = 150
+if os.environ.get("MECHJAX_TEST_FULL_OPT") != "1":
+    from mechjax.training import compile_options as _compile_options  # noqa: E402
+
+    UNPATCHED_TRAIN_OPTIONS = _compile_options.train_compiler_options
+
+    def _train_options(trainer):
+        options = UNPATCHED_TRAIN_OPTIONS(trainer)
+        if trainer.train_cfg.steps < TRAIN_STEPS_AT_LEVEL_2:
+            return options
+        return {**(options or {}), **TRAIN_OPTIONS}
+    _compile_options.train_compiler_options = _train_options
+
 # The suite's own persistent compilation cache, ``.jaxcache/`` in the checkout (ignored by git),
 # never the user's ~/.cache/mechjax/jax: the suite's time then depends only on its own earlier
 # runs, and it never fills or reads the experiments' cache. On in every worker before anything
@@ -39,9 +58,9 @@ STALL_SECONDS = 120.0
 
 
 def load_example(name: str):
-    """``examples/<name>.py`` imported as a module (the examples are scripts, not a package)."""
+    """``docs/examples/<name>.py`` imported as a module (the examples are scripts, not a package)."""
     import importlib.util
-    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, "examples",
+    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, "docs", "examples",
                                                                      f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -112,6 +131,49 @@ def run_and_read(run_fn, config, workdir, outputs=("checkpoints",), figures=()):
         assert os.path.getsize(os.path.join(workdir, "figures", name)) > 1000, name
     with open(os.path.join(workdir, "summary.json")) as f:
         return summary, json.load(f)
+
+
+def alone_tolerance(model_cfg, batch_tokens: int, steps: int, lr: float, params) -> float:
+    """Absolute float32 tolerance between a model trained as one member of a sweep (seeds x
+    grid) and the same model trained in another program (alone, or in another grid order): XLA
+    compiles the two differently, which may round differently. Per step each parameter is
+    rounded once when its update is added (eps |p|), and the update lr m / sqrt(v) moves by lr
+    times the gradient's relative rounding: at most eps per rounding step of the backward pass's
+    reductions, taken relative to the summands' own scale, which Adam's sqrt(v) divides out.
+    First order over the ``steps`` (too few, at the suite's learning rates, for the two runs'
+    difference to feed back): steps eps (max|p| + lr n)."""
+    import numpy as np
+    c = model_cfg
+    # rounding steps along a gradient: the forward's and backward's reductions (d_model,
+    # d_head, keys, d_mlp, the unembedding), then the sum over the batch's tokens
+    per_pass = c.d_model + c.head_dim + c.n_ctx + c.d_mlp + c.d_model
+    n = 2 * per_pass + batch_tokens
+    max_p = max(float(np.abs(v).max()) for v in params.values())
+    return steps * float(np.finfo(np.float32).eps) * (max_p + lr * n)
+
+
+def assert_members_are_their_own_runs(run_a, run_b, setting: str, seed: int, batch_tokens: int):
+    """Every grid member of saved run ``run_a`` (a ``runs.Run``) at ``seed`` is the member of
+    ``run_b`` (the same experiment with its grid in another order, or a part of it) trained at
+    the same value of hyperparameter ``setting``: final parameters equal to float32 rounding
+    (``alone_tolerance``), and farther than 1,000 tolerances from the members at other values.
+    Holds only if each member trained at the value its run records for it: a grid handed to
+    the trainer in another order than the one saved, or one value for all, fails it."""
+    import numpy as np
+    values_a = np.asarray(run_a.hparams[setting]).tolist()
+    values_b = np.asarray(run_b.hparams[setting]).tolist()
+    final = lambda run, g: run.params(seed, None, g)
+    for gb, value in enumerate(values_b):
+        b = final(run_b, gb)
+        atol = alone_tolerance(run_b.model_cfg, batch_tokens, run_b.train_cfg.steps,
+                               float(np.max(run_b.hparams["lr"])), b)
+        for ga, other in enumerate(values_a):
+            a = final(run_a, ga)
+            gap = max(float(np.abs(a[k] - b[k]).max()) for k in b)
+            if other == value:
+                assert gap <= atol, f"{setting}={value}, seed {seed}: {gap:.3g} > {atol:.3g}"
+            else:
+                assert gap > 1e3 * atol, f"{setting}={value} vs {other}: only {gap:.3g} apart"
 
 
 @pytest.fixture(scope="session")

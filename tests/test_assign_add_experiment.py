@@ -3,6 +3,7 @@ end to end through ``run.run``, a tiny f-sweep compiled once over its grid, and 
 before the workdir is written."""
 from __future__ import annotations
 
+import copy
 import json
 import os
 from types import SimpleNamespace
@@ -13,7 +14,8 @@ import numpy as np
 import pytest
 
 from cli_fixtures import main_exit
-from conftest import assert_refused_before_writing, run_watched
+from conftest import (assert_members_are_their_own_runs, assert_refused_before_writing,
+                      run_watched)
 from experiments.assign_add import analysis as an
 from experiments.assign_add import progress, run, sweep_data
 from experiments.assign_add.configs import sweep_f, tiny
@@ -21,6 +23,7 @@ from mechjax.studies import assign_add_mech as mech
 from mechjax.models.transformer import apply, init_params
 from mechjax.tasks import assign_add as aa
 from mechjax.metrics import cross_entropy
+from mechjax.sweeps import runs
 from mechjax.training.train import Trainer
 
 SMALL = dict(d_model=16, d_mlp=32)
@@ -249,6 +252,17 @@ def test_tiny_f_sweep_compiles_once_over_the_grid(tmp_path, monkeypatch):
         expected = [next((s for s, a in zip((10, 20), row) if a >= config.threshold), None)
                     for row in curve[:, g]]
         assert stats["per_seed"] == expected
+    # Each member trained at its own f: the grid in reverse order, one seed, gives the same
+    # member at each f (to rounding), and the run records the f it trained each member at.
+    reverse = copy.deepcopy(config)
+    reverse.grid, reverse.n_seeds = tuple(reversed(config.grid)), 1
+    run_watched(sweep_data.run, reverse, str(tmp_path / "reverse"))
+    first, second = runs.open(wd), runs.open(str(tmp_path / "reverse"))
+    assert first.hparams["task.f"].tolist() == pytest.approx(list(config.grid))
+    assert second.hparams["task.f"].tolist() == pytest.approx(list(reverse.grid))
+    assert_members_are_their_own_runs(first, second, "task.f", seed=0,
+                                      batch_tokens=config.task.batch_size
+                                      * first.model_cfg.n_ctx)
 
 
 # ---- bad input ---------------------------------------------------------------------------------

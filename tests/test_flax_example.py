@@ -1,4 +1,4 @@
-"""examples/flax_seeds.py (the example of docs/flax.md) at its tiny size."""
+"""docs/examples/flax_seeds.py (the example of docs/flax.md) at its tiny size."""
 import numpy as np
 
 from conftest import load_example

@@ -12,7 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import assert_refused_before_writing, run_and_read, run_watched
+from conftest import (assert_members_are_their_own_runs, assert_refused_before_writing,
+                      run_and_read, run_watched)
 from experiments.grokking_law import run
 from experiments.grokking_law.configs import tiny
 from mechjax.sweeps import runs
@@ -141,6 +142,27 @@ def test_overwrite_with_another_lr_resumes_nothing_of_the_old_run(tiny_run, tmp_
     assert not os.path.exists(os.path.join(workdir, "p_sweep", "p7"))  # nothing old is kept
     with open(os.path.join(workdir, "config.json")) as f:
         assert json.load(f)["hparams"]["lr"] == 3e-2
+
+
+@pytest.mark.timeout(600)  # may set up tiny_run: a whole tiny experiment
+def test_each_omega_trains_at_its_own_weight_decay(tiny_run, tmp_path):
+    """The omega grid in reverse order, one seed: the experiment labels each member with its
+    omega and each member is the tiny run's member at that omega (the one trained at another
+    omega differs by far more than rounding)."""
+    config, finished, summary, _ = tiny_run
+    reverse = tiny.get_config()
+    reverse.n_seeds = 1
+    reverse.omega_sweep.omegas = tuple(reversed(config.omega_sweep.omegas))
+    reverse.p_sweep.ps = config.p_sweep.ps[:1]
+    workdir = str(tmp_path / "reverse")
+    again = run_watched(run.run, reverse, workdir)
+    first, second = (runs.open(os.path.join(w, "omega_sweep")) for w in (finished, workdir))
+    for s, r in ((summary, first), (again, second)):
+        assert s["omega_sweep/omegas"] == r.hparams["weight_decay"].tolist()
+    assert second.hparams["weight_decay"].tolist() == list(reverse.omega_sweep.omegas)
+    assert_members_are_their_own_runs(first, second, "weight_decay", seed=0,
+                                      batch_tokens=config.omega_sweep.batch_size
+                                      * first.model_cfg.n_ctx)
 
 
 @pytest.mark.timeout(600)  # may set up tiny_run: a whole tiny experiment

@@ -6,6 +6,7 @@ import jax
 import numpy as np
 import pytest
 
+from conftest import alone_tolerance
 from mechjax.models.config import ModelConfig
 from mechjax.sweeps import sweep
 from mechjax.sweeps.sweep import run_sweep
@@ -78,29 +79,19 @@ def test_seeds_start_and_end_at_different_parameters(trainer, together):
                               for i in range(len(SEEDS))])
 
 
-def alone_tolerance(trainer, params):
-    """Absolute float32 tolerance between a seed trained among others and alone. Alone it runs
-    as another compiled program (XLA drops the one-iteration loop over seeds), which may round
-    differently. Per step, each parameter is rounded once when its update is added (eps |p|),
-    and the update lr m / sqrt(v) moves by lr times the gradient's relative rounding: at most
-    eps per rounding step of the backward pass's reductions, taken relative to the summands'
-    own scale, which Adam's sqrt(v) divides out. First order over the T steps (too few, at this
-    lr, for the two runs' difference to feed back): T eps (max|p| + lr n)."""
-    cfg = trainer.model_cfg
-    # rounding steps along a gradient: the forward's and backward's reductions (d_model,
-    # d_head, keys, d_mlp, the unembedding), then the sum over the batch's tokens
-    per_pass = cfg.d_model + cfg.head_dim + cfg.n_ctx + cfg.d_mlp + cfg.d_model
-    n = 2 * per_pass + BATCH * cfg.n_ctx
-    eps = float(np.finfo(np.float32).eps)
-    lr = float(trainer.default_hparams()["lr"])
-    max_p = max(float(np.abs(v).max()) for v in params.values())
-    return trainer.train_cfg.steps * eps * (max_p + lr * n)
+def seed_tolerance(trainer, params):
+    """Float32 tolerance between a seed trained among others and alone: alone it runs as
+    another compiled program (XLA drops the one-iteration loop over seeds), which may round
+    differently (``conftest.alone_tolerance``)."""
+    return alone_tolerance(trainer.model_cfg, BATCH * trainer.model_cfg.n_ctx,
+                           trainer.train_cfg.steps,
+                           float(trainer.default_hparams()["lr"]), params)
 
 
 def test_each_seed_is_the_run_it_would_be_alone(trainer, together):
     result, _ = together
     final = result.params_at(0)
-    atol = alone_tolerance(trainer, final)
+    atol = seed_tolerance(trainer, final)
     # far below how much two seeds differ: another seed's run would not pass for this one's
     assert all(np.abs(final[k][1] - final[k][0]).max() > 1e3 * atol for k in final)
     for i, seed in enumerate(SEEDS):

@@ -8,6 +8,7 @@ Assign-and-Add sampler itself is timed by its own task tests, not here).
 """
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -148,17 +149,23 @@ def measure_transformer_lens(steps: int, batch: int, repeats: int, tiny: bool = 
     """The same model and step in TransformerLens / PyTorch eager (its layer-0 MLP zeroed and
     frozen, as in the Assign-and-Add authors' checkpoints, since TL has no per-layer switch).
     ``device``: ``auto`` is CUDA when torch sees a GPU, else the CPU."""
+    import tempfile
+
+    import jax
     import torch
-    from transformer_lens import HookedTransformer, HookedTransformerConfig
+
+    from mechjax.interop import tl_export
+    from mechjax.models.transformer import init_params
 
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.set_num_threads(os.cpu_count() or 1)
-    widths = TINY_MODEL if tiny else {"d_model": 128, "d_mlp": 512}
-    cfg = HookedTransformerConfig(n_layers=2, d_head=widths["d_model"], n_heads=1, d_vocab=74,
-                                  d_vocab_out=59, n_ctx=16, act_fn="relu",
-                                  normalization_type=None, device=device, seed=0, **widths)
-    model = HookedTransformer(cfg)
+    cfg = _model_cfg(tiny)
+    # the model as TransformerLens builds it from mechjax's export: a HookedTransformer on 3.x,
+    # a TransformerBridge on 4.x (the installed version's own forward and backward are timed)
+    with tempfile.TemporaryDirectory() as folder:
+        tl_export.write(init_params(jax.random.key(0), cfg), cfg, folder)
+        model = tl_export.load(folder).to(device).train()
     mlp0 = model.blocks[0].mlp
     with torch.no_grad():
         for p in mlp0.parameters():
@@ -185,7 +192,9 @@ def measure_transformer_lens(steps: int, batch: int, repeats: int, tiny: bool = 
             "dtype": "float32", "platform": device,
             "device_kind": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
             "seconds": seconds, "ms_per_model_step": 1e3 * seconds / steps,
-            "model_steps_per_s": steps / seconds, "torch": torch.__version__}
+            "model_steps_per_s": steps / seconds, "torch": torch.__version__,
+            "transformer_lens": importlib.metadata.version("transformer-lens"),
+            "tl_model": type(model).__name__}
 
 
 def _subprocess(mode: str, devices: int, args: dict, python: str | None = None) -> dict | None:

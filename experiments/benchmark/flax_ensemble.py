@@ -3,7 +3,7 @@ optimizer, seeds and steps, timed in one process with the forms' calls alternate
 
     python -m experiments.benchmark.flax_ensemble [--steps=200] [--seeds=8] [--repeats=3]
 
-The model is ``Net`` of ``examples/flax_seeds.py`` (one block, d = 64, 4 heads) on addition mod 23,
+The model is ``Net`` of ``docs/examples/flax_seeds.py`` (one block, d = 64, 4 heads) on addition mod 23,
 full batch on the 60% training split, AdamW (lr 3e-3, weight decay 1.0).
 
 mechjax: ``make_train(task, nnx_model(factory, ...), TrainConfig(steps, eval_every=steps))`` and
@@ -42,15 +42,15 @@ from mechjax.tasks import modular
 from mechjax.training.train import TrainConfig, Trainer, make_train
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# examples/flax_seeds.py at its default size (tiny: at its tiny size)
+# docs/examples/flax_seeds.py at its default size (tiny: at its tiny size)
 SIZES = {"default": dict(p=23, d=64, heads=4, train_fraction=0.6, lr=3e-3, weight_decay=1.0),
          "tiny": dict(p=7, d=16, heads=2, train_fraction=0.8, lr=1e-2, weight_decay=0.1)}
 FORMS = ("mechjax auto", "mechjax vmap", "flax idiom")
 
 
 def load_net() -> type:
-    """``Net`` of ``examples/flax_seeds.py`` (examples/ is not a package)."""
-    path = os.path.join(REPO, "examples", "flax_seeds.py")
+    """``Net`` of ``docs/examples/flax_seeds.py`` (examples/ is not a package)."""
+    path = os.path.join(REPO, "docs", "examples", "flax_seeds.py")
     spec = importlib.util.spec_from_file_location("flax_seeds", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -20,9 +20,11 @@ exhaust the process's limits. Needs ``tensorboardX`` (its protobufs and CRC), pu
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import socket
 import struct
+import sys
 import time
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -38,22 +40,29 @@ class CurvesError(RuntimeError):
 
 
 def available() -> bool:
-    """Whether ``tensorboardX`` can be imported."""
-    try:
-        import tensorboardX  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether ``tensorboardX`` is installed (found, not imported: see ``_tbx``)."""
+    return importlib.util.find_spec("tensorboardX") is not None
 
 
 def _tbx() -> tuple[Any, Any, Any]:
-    """``(event_pb2, summary_pb2, masked_crc32c)`` of tensorboardX."""
+    """``(event_pb2, summary_pb2, masked_crc32c)`` of tensorboardX.
+
+    tensorboardX's package imports torch when it is installed (1.1 s and ~300 MB per process,
+    for its writers of torch tensors, which mechjax never passes). Unless the process already
+    has torch, torch is hidden for the import's duration (``import torch`` fails inside it, as
+    tensorboardX allows) and visible again afterwards."""
+    hide = "torch" not in sys.modules
+    if hide:
+        sys.modules["torch"] = None  # type: ignore[assignment]  # ``import torch`` raises
     try:
         from tensorboardX.proto import event_pb2, summary_pb2
         from tensorboardX.record_writer import masked_crc32c
     except ImportError as err:
         raise CurvesError(f"curves=True needs tensorboardX, which is not installed: {INSTALL}"
                           ) from err
+    finally:
+        if hide and sys.modules.get("torch", 0) is None:
+            del sys.modules["torch"]
     return event_pb2, summary_pb2, masked_crc32c
 
 
