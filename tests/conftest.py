@@ -58,7 +58,8 @@ STALL_SECONDS = 120.0
 
 
 def load_example(name: str):
-    """``docs/examples/<name>.py`` imported as a module (the examples are scripts, not a package)."""
+    """``docs/examples/<name>.py`` imported as a module (the examples are scripts, not a
+    package)."""
     import importlib.util
     spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, "docs", "examples",
                                                                      f"{name}.py"))
@@ -202,17 +203,22 @@ def pyplot():
 # modules run heaviest first, each whole on one worker (xdist's ``loadscope``: a module's fixtures
 # are built once), so the light ones fill the end and both workers finish together; with
 # xdist's default ``load``, a long module last leaves the other worker idle for its length.
-MODULE_SECONDS = {  # an 824 s cold run, corrected by later per-file CPU seconds
-    "test_imir_phase.py": 100, "test_assign_add_experiment.py": 70, "test_ace_grokking.py": 70,
-    "test_ace_agreement.py": 45, "test_sweep.py": 40, "test_grokking_law_experiment.py": 35,
-    "test_imir_detect_experiment.py": 30, "test_imir_detect_recall.py": 30,
-    "test_multiprocess.py": 30, "test_quickstart.py": 30,
-    "test_ace_markov.py": 28, "test_imir_init_experiment.py": 26, "test_seed_atlas_assign_add.py": 22,
-    "test_benchmark_accelerator.py": 20, "test_fastpath.py": 20, "test_train.py": 20,
-    "test_attention_rate.py": 20, "test_icl_minimal_experiment.py": 18, "test_generate.py": 15,
-    "test_seed_atlas_experiment.py": 16, "test_hooks.py": 16, "test_imir_iwl_readoff.py": 15,
-    "test_clock_pizza_experiment.py": 18, "test_benchmark_step_profile.py": 14,
-    "test_binding_cores.py": 12, "test_imir_detect_budget.py": 12,
+MODULE_SECONDS = {  # a 625 s cold run
+    "test_imir_phase.py": 71, "test_assign_add_experiment.py": 57, "test_ace_grokking.py": 39,
+    "test_ace_agreement.py": 37, "test_imir_detect_recall.py": 35,
+    "test_imir_detect_experiment.py": 34, "test_flax_adapter.py": 31,
+    "test_grokking_law_experiment.py": 30, "test_sweep.py": 28, "test_multiprocess.py": 27,
+    "test_agreement_cores.py": 27, "test_seed_atlas_assign_add.py": 26, "test_imir_detect.py": 26,
+    "test_attention_rate.py": 23, "test_quickstart.py": 21, "test_fastpath.py": 20,
+    "test_imir_confinement.py": 20, "test_model.py": 20, "test_ace_pipeline.py": 19,
+    "test_imir_init_experiment.py": 17, "test_imir_truncated.py": 17, "test_blocklist.py": 17,
+    "test_config_schema.py": 16, "test_ace_markov.py": 15, "test_imir_reference.py": 15,
+    "test_train.py": 14, "test_validate_cli.py": 14, "test_tl_export.py": 14,
+    "test_clock_pizza.py": 14, "test_imir_solver.py": 13, "test_clock_pizza_experiment.py": 13,
+    "test_benchmark_bench.py": 12, "test_assign_add_mech.py": 12, "test_sweep_seeds.py": 12,
+    "test_seed_atlas_experiment.py": 12, "test_sweep_guards.py": 12, "test_gpt2_loader.py": 11,
+    "test_notebook.py": 11, "test_imir_iwl_readoff.py": 11, "test_icl_minimal_experiment.py": 10,
+    "test_assign_add.py": 10, "test_sweep_curves.py": 10,
 }
 
 

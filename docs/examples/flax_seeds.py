@@ -1,9 +1,9 @@
 """A transformer written in Flax NNX learns modular addition over 8 seeds in one compiled program;
 then ACE on every seed's final residual stream, and the cores compared across seeds.
 
-    python docs/examples/flax_seeds.py                 # p = 23, 8 seeds (a few minutes on a laptop CPU)
-    python docs/examples/flax_seeds.py --tiny          # p = 7, 3 seeds, seconds (the test runs this)
-    python docs/examples/flax_seeds.py --no-builtin    # the Flax model only
+    python docs/examples/flax_seeds.py            # p = 23, 8 seeds (minutes on a laptop CPU)
+    python docs/examples/flax_seeds.py --tiny     # p = 7, 3 seeds, seconds (the test runs this)
+    python docs/examples/flax_seeds.py --no-builtin   # the Flax model only
 
 ``Net`` below is plain Flax (nothing from mechjax inside). ``flax_adapter.nnx_model`` makes it a
 ``mechjax.models.Model``: ``run_sweep`` trains every seed as one program, ``run_with_cache`` reads

@@ -3,8 +3,8 @@ optimizer, seeds and steps, timed in one process with the forms' calls alternate
 
     python -m experiments.benchmark.flax_ensemble [--steps=200] [--seeds=8] [--repeats=3]
 
-The model is ``Net`` of ``docs/examples/flax_seeds.py`` (one block, d = 64, 4 heads) on addition mod 23,
-full batch on the 60% training split, AdamW (lr 3e-3, weight decay 1.0).
+The model is ``Net`` of ``docs/examples/flax_seeds.py`` (one block, d = 64, 4 heads) on addition
+mod 23, full batch on the 60% training split, AdamW (lr 3e-3, weight decay 1.0).
 
 mechjax: ``make_train(task, nnx_model(factory, ...), TrainConfig(steps, eval_every=steps))`` and
 the compiled program ``run_sweep`` calls (``sweep_program``), ``vectorize='auto'`` (``lax.map``
