@@ -8,7 +8,7 @@ from mechjax.tasks import modular
 from mechjax.tasks.base import Task, fixed_dataset_sampler
 from mechjax.training.train import TrainConfig, make_train, split_hparams
 
-TASK = modular.make_task(p=7, batch_size=16, train_fraction=0.6)
+TASK = modular.make_task(p=7, batch_size=16, train_fraction=0.6, sweep_fraction=True)
 CFG = ModelConfig(n_layers=1, d_model=16, n_heads=2, d_mlp=32, d_vocab=7, d_vocab_out=7,
                   n_ctx=2, causal=False)
 TRAIN = TrainConfig(steps=20, eval_every=10)

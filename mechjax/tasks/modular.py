@@ -1,8 +1,11 @@
 """Binary operations mod p: ``a op b mod p`` from ``[a, b]`` (ACE paper) or ``[a, b, =]`` (Nanda).
 
 The train/test split is a seeded ranking of all valid pairs; a pair is in the training set when
-its rank is below ``fraction * n_pairs``. ``fraction`` is a traced task parameter, so a sweep over
-it is one compiled program; the full dataset keeps its shape and the split lives in the weights.
+its rank is below ``fraction * n_pairs``. By default the fraction is fixed when the task is made,
+and a full-batch step reads the training pairs only. With ``sweep_fraction=True`` it is a traced
+task parameter (``task.train_fraction``), so a sweep over it is one compiled program: the full
+batch then keeps every pair and the split lives in the weights (a step reads all p^2 pairs,
+1 / fraction times the rows).
 """
 from __future__ import annotations
 
@@ -35,15 +38,18 @@ def all_pairs(p: int, op: str = "add") -> tuple[np.ndarray, np.ndarray]:
 
 
 def train_mask(n_pairs: int, fraction: jax.Array, split_seed: int) -> jax.Array:
-    """Boolean ``[n_pairs]``: the first ``round(fraction * n_pairs)`` pairs of a seeded ranking."""
+    """Boolean ``[n_pairs]``: the first ``round(fraction * n_pairs)`` pairs of a seeded ranking
+    (the product in float32, as when ``fraction`` is traced: a fixed and a traced fraction of
+    the same value split alike)."""
     rank = jnp.asarray(np.random.default_rng(split_seed).permutation(n_pairs))
-    return rank < jnp.round(fraction * n_pairs)
+    return rank < jnp.round(jnp.asarray(fraction, jnp.float32) * n_pairs)
 
 
 def make_task(p: int = 53, op: str = "add", batch_size: int | None = None,
               train_fraction: float = 0.5, split_seed: int = 0,
-              equals_token: bool = False) -> Task:
-    """The modular-arithmetic task. ``batch_size=None`` trains full-batch on the training pairs."""
+              equals_token: bool = False, sweep_fraction: bool = False) -> Task:
+    """The modular-arithmetic task. ``batch_size=None`` trains full-batch on the training pairs.
+    ``sweep_fraction``: ``train_fraction`` is a task parameter a sweep may vary (see above)."""
     if op not in OPERATIONS:
         raise ConfigError(f"task.op={op!r}: allowed {OPERATIONS}")
     if not isinstance(p, int) or p < 2:
@@ -58,11 +64,18 @@ def make_task(p: int = 53, op: str = "add", batch_size: int | None = None,
         raise ConfigError(f"task.batch_size={batch_size!r}: must be in [1, {n}] or None")
     tokens = pairs if not equals_token else np.concatenate([pairs, np.full((n, 1), p)], 1)
     tokens, labels = jnp.asarray(tokens, jnp.int32), jnp.asarray(answers)
+    fixed = None if sweep_fraction else np.asarray(train_mask(n, train_fraction, split_seed))
 
     def split(task_params: TaskParams) -> jax.Array:
+        if fixed is not None:
+            return jnp.asarray(fixed)
         return train_mask(n, task_params["train_fraction"], split_seed)
 
     def sample(key: jax.Array, task_params: TaskParams) -> Batch:
+        if batch_size is None and fixed is not None:  # the training pairs, nothing else
+            rows = np.flatnonzero(fixed)
+            return {"tokens": tokens[rows], "labels": labels[rows],
+                    "weights": jnp.ones(len(rows), jnp.float32)}
         mask = split(task_params)
         if batch_size is None:
             return {"tokens": tokens, "labels": labels, "weights": mask.astype(jnp.float32)}
@@ -82,7 +95,7 @@ def make_task(p: int = 53, op: str = "add", batch_size: int | None = None,
 
     return Task(name=f"modular_{op}_{p}", sample=sample,
                 eval_pools={"train": pool(True), "test": pool(False)}, readout=-1,
-                default_params={"train_fraction": train_fraction},
+                default_params={"train_fraction": train_fraction} if sweep_fraction else {},
                 seq_len=tokens.shape[1], vocab_size=p + int(equals_token), vocab_out=p)
 
 
