@@ -61,7 +61,9 @@ def test_rates_give_opposite_algorithms(tiny_run):
     rows = np.asarray(train["weights"]) > 0
     tokens, labels = train["tokens"][rows], np.asarray(train["labels"])[rows]
     for grid, r in enumerate(summary["per_rate"]):
-        assert np.all(run.metrics_at(grid)["acc/train"][:, -1] == 1.0)
+        # every training pair right: a share of integer counts, exact but for the division's
+        # rounding (XLA may multiply by the reciprocal of a constant count): one float32 ulp
+        assert np.all(run.metrics_at(grid)["acc/train"][:, -1] >= 1 - np.finfo(np.float32).eps)
         logits = jax.vmap(lambda p, rate=r["attn_rate"]: attention_rate.forward(
             p, tokens, run.model_cfg, rate)[:, -1])(run.stacked_params(None, grid))
         assert np.all(np.asarray(logits.argmax(-1)) == labels[None]), grid
