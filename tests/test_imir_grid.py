@@ -44,3 +44,23 @@ def test_boundary_reads_a_planted_diagram():
     assert (got["iwl_cells"], got["icl_cells"]) == (2, 7)
     none = diagrams.boundary(np.zeros((4, 3), int), np.zeros((4, 3), bool), fr, fv)
     assert none["icl_f_r_min_per_f_v"] == [None] * 3 and none["iwl_f_r_max_at_f_v_min"] is None
+
+
+def test_a_given_start_replaces_the_abgd_point():
+    """``timed_cells(theta0=...)``: the full coordinates of the (alpha, beta, gamma, delta) point
+    give that point's solve to the bit (one program, one input); another start gives another
+    trajectory."""
+    model = exact.make(bl.BlockListSpec(kind="recall", n_common=4, n_rare=4, n_blocks=3,
+                                        burstiness=1))
+    f_r, f_v = np.array([0.1, 0.5, 0.9]), np.array([0.0, 0.3, 0.2])
+    kw = dict(rtol=1e-2, dt0=3.0, solver="heun", chunk=4, workers=1)
+    start = [0.1, 0.1, 0.1, 0.1]
+    ref, _, _ = grid.timed_cells(model, start, f_r, f_v, 100.0, 4, **kw)
+    same, _, _ = grid.timed_cells(model, None, f_r, f_v, 100.0, 4,
+                                  theta0=exact.abgd_init(model, start), **kw)
+    for k in ("p_rare", "p_iwl", "theta"):
+        np.testing.assert_array_equal(same[k], ref[k], err_msg=k)
+    no_head_start, _, _ = grid.timed_cells(model, None, f_r, f_v, 100.0, 4,
+                                           theta0=exact.abgd_init(model, [0.1, 0.1, 0.1, 0.0]),
+                                           **kw)
+    assert np.abs(no_head_start["theta"] - ref["theta"]).max() > 1e-2

@@ -41,6 +41,24 @@ def test_exact_field_and_readouts_equal_the_engine() -> None:
         np.testing.assert_allclose(ro["p_rare"], jnp.sum(w * p) / jnp.sum(w), rtol=1e-5)
 
 
+def test_random_start_is_the_projection_of_its_draw() -> None:
+    """``random_start``: the least-squares coordinates of the draw ``basis.random_weights`` makes
+    from the same key. What the projection leaves out is orthogonal to every basis direction
+    (float32 rounding of the inner products); what it keeps is a nonzero point."""
+    model = exact.make(TASK)
+    key = jax.random.key(3)
+    theta = exact.random_start(model, key, 0.1)
+    draw = {k: v[0] for k, v in exact.ib.random_weights(model.basis.frame, key, 0.1, 1).items()}
+    kept = proj.weights(model.basis, jnp.asarray(theta, jnp.float32))
+    left = {k: draw[k] - kept[k] for k in draw}
+    full = np.abs(np.asarray(proj.inner(model.basis, draw))).max()
+    rest = np.abs(np.asarray(proj.inner(model.basis, left))).max()
+    n = max(v.size for v in draw.values())   # the longest sum in an inner product
+    assert rest <= 4 * n * np.finfo(np.float32).eps * full, (rest, full)
+    assert np.abs(theta).max() > 1e-3
+    np.testing.assert_array_equal(theta, exact.random_start(model, key, 0.1))
+
+
 def test_straddling_cells_sit_on_the_boundary():
     """On a grid split at column 3 every chosen cell has a neighbour with another winner."""
     from experiments.imir_phase.cell_stages import straddling_cells

@@ -206,6 +206,15 @@ def test_tiny_end_to_end(tiny_runs):
         assert any(row == ["ICL"] * 2 for row, want in zip(saved[arm],
                    saved["cells_standard/winner_exact"]) if want == "ICL"), saved[arm]
     assert saved["winner_agreement/standard_arch"] >= 0.5
+    # the theory's architecture compared clock-free as well, over its trained cell(s)
+    assert saved["theory_arch/order_agreement_cells"] == saved["winner_agreement/theory_arch_cells"]
+    # the start control: the diagram re-solved from delta = 0 and from a projected random init,
+    # every cell solved, and both standard arms compared clock-free with each over their 2 cells
+    for start in ("delta0", "projected"):
+        assert sum(saved[f"start_control/{start}/winner_counts"].values()) == 36
+        for arm in ("standard_arch", "standard_arch_sgd"):
+            assert saved[f"{arm}/start_{start}/order_agreement_cells"] == 2
+    assert saved["start_control/projected/theta0_abs_max"] > 0.0
     # the exact theorems stage: the protocol point on the exact loss is the 4-coordinate one at
     # f_v = 0 (float32 rounding), f_r = 1 never forms IWL, and within 200 steps delta, gamma,
     # alpha move, in that order, and beta does not (in the exact dynamics and in training alike)
@@ -214,7 +223,7 @@ def test_tiny_end_to_end(tiny_runs):
         (1.0, 0.9), (1.0, 0.99)}
     assert saved["emergence_exact/order_exact"] == saved["emergence_exact/order_trained"] == [
         "delta", "gamma", "alpha"]
-    for name in ("phase_fr_fv.png", "phase_b_fr.png", "phase_sizes.png"):
+    for name in ("phase_fr_fv.png", "phase_b_fr.png", "phase_sizes.png", "phase_starts.png"):
         assert os.path.getsize(os.path.join(workdir, "figures", name)) > 1000, name
     m = np.load(os.path.join(workdir, "metrics.npz"))
     assert m["frfv/winner"].shape == (6, 6)

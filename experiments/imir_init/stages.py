@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mechjax.analysis.imir.manifold.basis import random_weights
 from mechjax.analysis.imir.routes import init_map as im
 from mechjax.analysis.imir.routes import route_units as rt
 from mechjax.sweeps.sweep import log
@@ -38,7 +39,7 @@ def grid_inits(c: dict, pb: im.RouteProblem) -> dict:
 def random_inits(c: dict, pb: im.RouteProblem) -> dict:
     """Random full weights and their least-squares coordinates."""
     tr = c["trained"]
-    weights = im.random_weights(pb.frame, jax.random.key(tr["seed"]), tr["init_std"],
+    weights = random_weights(pb.frame, jax.random.key(tr["seed"]), tr["init_std"],
                                 tr["n_inits"])
     return {"weights": weights, "theta0": np.asarray(im.project_inits(pb, weights))}
 

@@ -2,18 +2,25 @@
 diagram's boundaries trained as the theory's architecture and as the standard one."""
 from __future__ import annotations
 
+import os
 import time
 
+import jax
 import numpy as np
 
 from mechjax.analysis.imir.cells import standard as std_cells
 from mechjax.analysis.imir.cells import theory as imir_cells
+from mechjax.analysis.imir.dynamics import model as exact
+from mechjax.analysis.imir.phase import diagrams
 from mechjax.analysis.imir.phase.diagrams import PhaseDiagram
 from mechjax.analysis.imir.phase import clockfree as cf
 from mechjax.analysis.imir.phase import readoffs as ph
+from mechjax.plots import imir as plots
+from mechjax.plots.save import save_figure
 from mechjax.sweeps.sweep import log
 from mechjax.sweeps.timing import load_average
 
+from experiments.imir_phase.common import first_step, grid_settings
 from experiments.imir_phase.config_checks import sgd_steps
 
 
@@ -52,6 +59,9 @@ def theory_cells(c: dict, ex: PhaseDiagram, summary: dict, metrics: dict) -> dic
     train_s = time.perf_counter() - t0
     ro_tr = ph.readoff({**tr, "acc_rare": tr["p_rare"]}, tr["t"], o["threshold"])
     ro_ex = {k: v_[pick] for k, v_ in ex.cells.items()}
+    # one seed per cell, on the diagram's own clock (t = step x lr) and from its start point
+    one_seed = {"step": tr["t"], "p_rare": tr["p_rare"][:, None], "p_iwl": tr["p_iwl"][:, None]}
+    summary.update(clockfree_agreement(ex, pick, one_seed, o["threshold"], "theory_arch"))
     agree = ro_tr["winner"] == ro_ex["winner"]
     per_cell = train_s / len(pick) * float(e["t1"]) / float(tr["t"][-1])
     summary.update({
@@ -115,23 +125,27 @@ def standard_cells(c: dict, ex: PhaseDiagram, summary: dict, metrics: dict,
     metrics.update({f"cells_standard/{k}": tr[k] for k in (*std_cells.READOFFS, "loss", "step",
                                                            "winner")})
     metrics["cells_standard/index"] = pick
+    runs = {"standard_arch": tr}
     if vs["sgd_lr"]:
-        summary.update(sgd_arm(c, ex, pick, seeds, metrics,
-                               workdir and workdir.rstrip("/") + "_sgd"))
+        sgd_summary, runs["standard_arch_sgd"] = sgd_arm(
+            c, ex, pick, seeds, metrics, workdir and workdir.rstrip("/") + "_sgd")
+        summary.update(sgd_summary)
     # no emergence on the diagram: it is in optimizer steps, not on the diagram's time axis
-    # (clockfree_agreement ranks it across cells instead)
+    # (clockfree_agreement ranks it across cells instead); ``runs`` and ``pick`` feed
+    # ``start_control``
     return {"x": fr_c, "y": fv_c, "winner": major, "p_rare": final["p_rare"].mean(1),
             "marker": "o", "size": 40,
-            "label": "standard architecture (seed majority, mean p)"}
+            "label": "standard architecture (seed majority, mean p)", "runs": runs, "pick": pick}
 
 
 def sgd_arm(c: dict, ex: PhaseDiagram, pick: np.ndarray, seeds: list[int], metrics: dict,
-            workdir: str | None = None) -> dict:
+            workdir: str | None = None) -> tuple[dict, dict]:
     """The standard architecture on cells ``pick`` trained with plain SGD at
     ``validate_standard.sgd_lr`` for ``exact.t1 / sgd_lr`` steps, so that t = step x lr
     (the theory architecture's matching, ``theory_cells``; no Adam rescaling of the gradient):
     ``standard_arch_sgd/winner_agreement`` (one horizon, the last step against the exact t1,
-    with seed spread), its clock-free comparisons and the run's steps, lr and time."""
+    with seed spread), its clock-free comparisons and the run's steps, lr and time; and the
+    trained curves on the diagram's clock."""
     vs, o = c["validate_standard"], c["ode"]
     lr = float(vs["sgd_lr"])
     steps = sgd_steps(c["exact"]["t1"], lr, vs["n_evals"])
@@ -148,17 +162,18 @@ def sgd_arm(c: dict, ex: PhaseDiagram, pick: np.ndarray, seeds: list[int], metri
                                                                "step", "winner")})
     # on the diagram's clock (t = step x lr); the clock-free measures do not depend on it
     timed = {**tr, "step": np.asarray(tr["step"], np.float64) * lr}
-    return {**_keys(f"{arm}/winner_agreement", cf.agreement(ex.cells["winner"][pick],
-                                                            tr["winner"])),
-            **clockfree_agreement(ex, pick, timed, o["threshold"], arm),
-            f"{arm}/steps": steps, f"{arm}/lr": lr, f"{arm}/t_last": steps * lr,
-            # SGD at a large lr can blow up (its read-offs then count as "neither"): runs whose
-            # last loss is not below the first (NaN included), how many
-            f"{arm}/diverged_runs": int(np.sum(~(tr["loss"][..., -1] <= tr["loss"][..., 0]))),
-            f"{arm}/winner_per_seed": [[ph.WINNERS[w] for w in row] for row in tr["winner"]],
-            f"{arm}/loss_first_last": [float(np.mean(tr["loss"][..., 0])),
-                                       float(np.mean(tr["loss"][..., -1]))],
-            f"{arm}/train_seconds": train_s}
+    out = {**_keys(f"{arm}/winner_agreement", cf.agreement(ex.cells["winner"][pick],
+                                                           tr["winner"])),
+           **clockfree_agreement(ex, pick, timed, o["threshold"], arm),
+           f"{arm}/steps": steps, f"{arm}/lr": lr, f"{arm}/t_last": steps * lr,
+           # SGD at a large lr can blow up (its read-offs then count as "neither"): runs whose
+           # last loss is not below the first (NaN included), how many
+           f"{arm}/diverged_runs": int(np.sum(~(tr["loss"][..., -1] <= tr["loss"][..., 0]))),
+           f"{arm}/winner_per_seed": [[ph.WINNERS[w] for w in row] for row in tr["winner"]],
+           f"{arm}/loss_first_last": [float(np.mean(tr["loss"][..., 0])),
+                                      float(np.mean(tr["loss"][..., -1]))],
+           f"{arm}/train_seconds": train_s}
+    return out, timed
 
 
 def clockfree_agreement(ex: PhaseDiagram, pick: np.ndarray, tr: dict, threshold: float,
@@ -188,3 +203,48 @@ def clockfree_agreement(ex: PhaseDiagram, pick: np.ndarray, tr: dict, threshold:
 def _keys(name: str, m: dict) -> dict:
     """``name`` (the value), ``name_cells`` and the rest of ``m`` as ``name_<field>``."""
     return {name: m["value"], **{f"{name}_{k}": v for k, v in m.items() if k != "value"}}
+
+
+def start_control(c: dict, ex: PhaseDiagram, standard: dict, summary: dict, metrics: dict,
+                  fig_dir: str) -> None:
+    """Does the exact diagram's start point decide its agreement with the standard
+    architecture? The (f_r, f_v) diagram re-solved from ``start_control``'s starts: ``delta0``
+    (``ode.init`` without the in-weights head start, delta = 0) and ``projected`` (a random
+    init of the theory's architecture projected on the manifold,
+    ``dynamics.model.random_start``). Per start: its winner counts, the fraction of cells whose
+    winner is the default start's, and each trained arm of ``standard["runs"]`` compared with
+    it clock-free at the trained cells (``{arm}/start_{name}/...``, as ``clockfree_agreement``).
+    """
+    sc, e, g, o = c["start_control"], c["exact"], c["grid"], c["ode"]
+    model = exact.make(ex.spec)
+    starts = {}
+    if sc["delta0"]:
+        starts["delta0"] = exact.abgd_init(model, [*o["init"][:3], 0.0])
+    if sc["projected"]:
+        starts["projected"] = exact.random_start(model, jax.random.key(sc["seed"]), sc["std"])
+    panels = [_panel(ex, f"start (alpha, beta, gamma, delta) = {tuple(o['init'])}")]
+    for name, theta0 in starts.items():
+        log(f"imir_phase: the exact diagram from the {name} start, load {load_average()}")
+        d = diagrams.fr_fv_diagram(ex.spec, o["init"], ex.x, ex.y, float(e["t1"]), e["n_save"],
+                                   o["threshold"], e["rtol"], first_step(e["t1"], e["n_steps"]),
+                                   theta0=theta0, **grid_settings(e))
+        same = d.cells["winner"] == ex.cells["winner"]
+        summary.update({f"start_control/{name}/winner_counts": ph.winner_counts(d.cells["winner"]),
+                        f"start_control/{name}/same_winner_as_default": float(np.mean(same)),
+                        f"start_control/{name}/contour_sb": d.contour,
+                        f"start_control/{name}/theta0_abs_max": float(np.abs(theta0).max())})
+        for arm, tr in standard["runs"].items():
+            summary.update(clockfree_agreement(d, standard["pick"], tr, o["threshold"],
+                                               f"{arm}/start_{name}"))
+        metrics[f"start_control/{name}/winner"] = d.grid("winner")
+        panels.append(_panel(d, {"delta0": "start delta = 0",
+                                 "projected": f"random init (std {sc['std']}) projected"}[name]))
+    save_figure(plots.winner_panels(panels, "f_r (rare fraction)",
+                                    "f_v (within-class variability)", ph.WINNERS,
+                                    f"exact reduced dynamics from three starts, t1={e['t1']}"),
+                os.path.join(fig_dir, "phase_starts.png"))
+
+
+def _panel(d: PhaseDiagram, title: str) -> dict:
+    return {"x": d.x, "y": d.y, "winner": d.grid("winner"), "sb": d.sb, "c": d.contour["c"],
+            "title": title}

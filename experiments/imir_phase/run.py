@@ -45,8 +45,11 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     if c["validate"]["n_cells"]:
         trained.append(cell_stages.theory_cells(c, frfv, summary, metrics))
     if c["validate_standard"]["n_cells"]:
-        trained.append(cell_stages.standard_cells(c, frfv, summary, metrics,
-                                                  os.path.join(workdir, "standard_cells")))
+        standard = cell_stages.standard_cells(c, frfv, summary, metrics,
+                                              os.path.join(workdir, "standard_cells"))
+        trained.append(standard)
+        if c["start_control"]["delta0"] or c["start_control"]["projected"]:
+            cell_stages.start_control(c, frfv, standard, summary, metrics, fig_dir)
     stages.figures(c, fig_dir, frfv, bfr, trained or None)
     stages.sizes_scan(c, summary, metrics, fig_dir)
     if c["four_coord"]["enabled"]:
@@ -88,6 +91,12 @@ def format_summary(summary: dict[str, Any]) -> str:
             "standard_arch_sgd/winner_agreement", "standard_arch_sgd/winner_agreement_cells",
             "standard_arch_sgd/order_agreement", "standard_arch_sgd/emergence_spearman",
             "standard_arch_sgd/stable_winner_agreement",
+            "theory_arch/order_agreement", "theory_arch/stable_winner_agreement",
+            "theory_arch/emergence_spearman",
+            *(f"{arm}/start_{s}/{m}" for s in ("delta0", "projected")
+              for arm in ("standard_arch", "standard_arch_sgd")
+              for m in ("order_agreement", "stable_winner_agreement", "emergence_spearman")),
+            "start_control/delta0/winner_counts", "start_control/projected/winner_counts",
             "grid_4coord/seconds", "grid_4coord/contour_sb", "theorem2/max_rel_error",
             "theorem3/slope_vs_b", "theorem3/r2",
             "ode_vs_training/max_rel_deviation",

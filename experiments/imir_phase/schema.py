@@ -122,6 +122,14 @@ SCHEMA = Schema(
         batch_size=integer("sequences per step", min=1, default=64),
         eval_size=integer("sequences per read-off pool", min=1, default=512),
         seed=integer("first model seed (seeds seed .. seed + n_seeds - 1)", min=0, default=0)),
+    start_control=Section(
+        "the exact (f_r, f_v) diagram re-solved from other start points, each compared with the "
+        "standard architecture's runs clock-free (needs validate_standard)",
+        delta0=boolean("from ode.init with delta = 0 (no in-weights head start)", default=True),
+        projected=boolean("from a random init of the theory's architecture projected on the "
+                          "manifold", default=True),
+        std=number("that init's standard deviation per trained entry", gt=0.0, default=0.1),
+        seed=integer("that init's key", min=0, default=0)),
     exact_theorems=Section(
         "Theorems 2 and 3 and the emergence order on the exact dynamics (the exact grid's spec)",
         settings=sequence(sequence(fraction(**UNIT), length=2),

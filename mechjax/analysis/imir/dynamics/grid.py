@@ -101,8 +101,11 @@ def _program(model: ExactRecall, n_save: int, solver: str, max_steps: int, has_d
 def timed_cells(model: ExactRecall, init_sub, f_r, f_v, t1: float, n_save: int,
                 rtol: float = solve.RTOL, dt0: float | None = None, chunk: int = 256,
                 solver: str = "tsit5", step_cap: int | None = None,
-                workers: int | None = None) -> tuple[dict[str, np.ndarray], float, float]:
-    """``solve_cells`` over many cells (float32, final state kept only) with compilation
+                workers: int | None = None, theta0=None,
+                ) -> tuple[dict[str, np.ndarray], float, float]:
+    """``solve_cells`` over many cells (float32, final state kept only) from ``init_sub`` (the
+    (alpha, beta, gamma, delta) point, ``abgd_init``) or, given, from ``theta0 [n_coords]``,
+    with compilation
     timed apart: ``(numpy results, compile seconds, run seconds)``; ``results["n_capped"]`` is
     how many cells needed the second pass, ``results["steps"] [G]`` the solver steps of each
     cell's last pass.
@@ -117,7 +120,7 @@ def timed_cells(model: ExactRecall, init_sub, f_r, f_v, t1: float, n_save: int,
     n_cells = f_r.size
     chunk = padded_size(min(chunk, n_cells))
     atol = rtol * solve.ATOL / solve.RTOL
-    th0 = jnp.asarray(abgd_init(model, init_sub), jnp.float32)
+    th0 = jnp.asarray(abgd_init(model, init_sub) if theta0 is None else theta0, jnp.float32)
     # the second pass holds few cells: a smaller chunk, so they do not pad a full one
     sizes = [(step_cap, chunk), (solve.MAX_STEPS, padded_size(chunk // 8))] if step_cap \
         else [(solve.MAX_STEPS, chunk)]

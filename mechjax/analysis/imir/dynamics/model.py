@@ -112,3 +112,12 @@ def abgd_init(model: ExactRecall, init_sub) -> np.ndarray:
     """Full coordinates of the (alpha, beta, gamma, delta) point ``init_sub`` (2 layers, 1 head)."""
     _, phi = subm.abgd_coordinates(model.basis)
     return np.asarray(init_sub, np.float64) @ phi
+
+
+def random_start(model: ExactRecall, key: jax.Array, std: float) -> np.ndarray:
+    """Full coordinates of a random initialization: every trained entry of the theory's
+    architecture (``W_KQ``, ``W_U``) i.i.d. normal with ``std`` (``basis.random_weights``),
+    projected on the manifold by least squares (``project.coords``). Most of such a draw lies
+    off the manifold; its projection is what the reduced dynamics can start from."""
+    w = ib.random_weights(model.basis.frame, key, std, 1)
+    return np.asarray(proj.coords(model.basis, {k: v[0] for k, v in w.items()}), np.float64)

@@ -18,8 +18,8 @@ import numpy as np
 from mechjax.analysis.imir.manifold.frame import Frame, centre
 # re-exported: callers build a frame and its basis together (``ib.make_frame``, ``ib.make_basis``)
 from mechjax.analysis.imir.manifold.frame import (FROZEN, TokenStructure, fixed_params,
-                                                  imir_config, make_frame, trainable_names,
-                                                  zero_trainables)
+                                                  imir_config, make_frame, random_weights,
+                                                  trainable_names, zero_trainables)
 from mechjax.analysis.imir.manifold.selections import (PositionMode, TokenMode,
                                                        independent, position_selections,
                                                        token_selections)
@@ -27,7 +27,8 @@ from mechjax.analysis.imir.manifold.selections import (PositionMode, TokenMode,
 
 __all__ = ["Basis", "FROZEN", "Frame", "Group", "PositionMode", "TokenMode", "TokenStructure",
            "dense_basis", "fixed_params", "imir_config", "make_basis", "make_frame",
-           "position_selections", "token_selections", "trainable_names", "zero_trainables"]
+           "position_selections", "random_weights", "token_selections", "trainable_names",
+           "zero_trainables"]
 
 @dataclasses.dataclass(frozen=True)
 class Group:

@@ -198,3 +198,12 @@ def zero_trainables(frame: Frame, dtype=jnp.float32) -> dict[str, jax.Array]:
     out = {f"blocks.{l}.attn.W_KQ": jnp.zeros((h, d, d), dtype) for l in range(frame.n_layers)}
     out["unembed.W_U"] = jnp.zeros((d, frame.tokens.n_out), dtype)
     return out
+
+
+def random_weights(frame: Frame, key: jax.Array, std: float, n: int) -> dict[str, jax.Array]:
+    """``n`` initializations of every trained entry (``W_KQ``, ``W_U``), i.i.d. normal with
+    ``std``: ``{name: [n, *shape]}``."""
+    shapes = {k: v.shape for k, v in zero_trainables(frame).items()}
+    keys = jax.random.split(key, len(shapes))
+    return {k: std * jax.random.normal(kk, (n,) + shp)
+            for (k, shp), kk in zip(shapes.items(), keys)}

@@ -96,15 +96,16 @@ class PhaseDiagram:
 def fr_fv_diagram(spec: bl.BlockListSpec, init_sub, fr_ax, fv_ax, t1: float, n_save: int,
                   threshold: float, rtol: float = solve.RTOL, dt0: float | None = None,
                   solver: str = "tsit5", step_cap: int | None = None, chunk: int = 256,
-                  ) -> PhaseDiagram:
+                  theta0=None) -> PhaseDiagram:
     """The (f_r, f_v) diagram of ``spec``'s exact dynamics from ``init_sub`` (the start point,
-    ``grid.abgd_init``), read at ``threshold``: one compiled vmapped solve over the cells
-    (``grid.timed_cells``)."""
+    ``grid.abgd_init``; or, given, from ``theta0 [n_coords]``, any point of the manifold), read
+    at ``threshold``: one compiled vmapped solve over the cells (``grid.timed_cells``)."""
     model = exact.make(spec)
     fr_ax, fv_ax = np.asarray(fr_ax, np.float64), np.asarray(fv_ax, np.float64)
     FR, FV = np.meshgrid(fr_ax, fv_ax, indexing="ij")
     out, t_comp, t_run = grid.timed_cells(model, init_sub, FR.ravel(), FV.ravel(), t1, n_save,
-                                          rtol, dt0, chunk, solver=solver, step_cap=step_cap)
+                                          rtol, dt0, chunk, solver=solver, step_cap=step_cap,
+                                          theta0=theta0)
     diagram = _diagram("f_r", "f_v", fr_ax, fv_ax, FR, FV,
                        spec.burstiness * ph.s_factor(FR, FV), out, t1, n_save, threshold, spec,
                        t_run, t_comp)

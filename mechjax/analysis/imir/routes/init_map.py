@@ -94,16 +94,6 @@ def map_inits(problem: RouteProblem, scales: Sequence[float], axis_routes: tuple
     return out
 
 
-def random_weights(frame: ib.Frame, key: jax.Array, std: float, n: int,
-                   ) -> dict[str, jax.Array]:
-    """``n`` initializations of every trained entry (``W_KQ``, ``W_U``), i.i.d. normal with
-    ``std``: ``{name: [n, *shape]}``."""
-    shapes = {k: v.shape for k, v in ib.zero_trainables(frame).items()}
-    keys = jax.random.split(key, len(shapes))
-    return {k: std * jax.random.normal(kk, (n,) + shp)
-            for (k, shp), kk in zip(shapes.items(), keys)}
-
-
 def project_inits(problem: RouteProblem, weights: Mapping[str, jax.Array]) -> jax.Array:
     """``theta0 [n_inits, n]``: least-squares coordinates of each initialization."""
     return jax.jit(jax.vmap(lambda w: proj.coords(problem.basis, w)))(dict(weights))
