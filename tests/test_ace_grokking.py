@@ -86,6 +86,7 @@ def test_tiny_groks_and_its_core_is_sufficient_and_necessary_then_resumes(tmp_pa
     # -0.45 to -0.08, distance irrelevance 0.96-0.99).
     cp_config = clock_pizza_tiny.get_config()
     cp_config.run = workdir
+    cp_config.grok_threshold = config.ace.grok_threshold  # the grokking run's "learned"
     cp = clock_pizza_job.run(cp_config, str(tmp_path / "clock_pizza"))
     assert sorted(cp["sweeps"]) == ["checkpoints/wd0", "checkpoints/wd1"]
     for sweep in cp["sweeps"].values():
