@@ -17,15 +17,18 @@ print("returned")
 """
 
 
-def test_a_simulated_stall_exits_with_one_line():
+def test_a_simulated_stall_exits_with_one_line(tmp_path):
     t0 = time.monotonic()
-    out = subprocess.run([PYTHON, "-c", STALL], env=run_module_env(), capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run([PYTHON, "-c", STALL], env=run_module_env({"TMPDIR": str(tmp_path)}),
+                         capture_output=True, text=True, timeout=120)
     assert out.returncode == watchdog.EXIT_STALLED
     assert time.monotonic() - t0 < 50  # long before the 60 s sleep would have returned
     assert "returned" not in out.stdout
     lines = [ln for ln in out.stderr.splitlines() if "stalled" in ln]
     assert len(lines) == 1 and "simulated stalled call" in lines[0] and "resume" in lines[0]
+    # the Python stacks the line points to, in the temporary folder it names
+    (stacks,) = tmp_path.glob("mechjax-stall-*.txt")
+    assert str(stacks) in lines[0] and "watchdog" in stacks.read_text()
 
 
 def test_a_busy_call_is_not_stopped():
@@ -54,8 +57,8 @@ with watchdog.watch("the whole run", stall_seconds=1.5, poll_seconds=0.25, cpu_o
 """
 
 
-def test_a_stall_is_reported_under_the_innermost_call():
-    out = subprocess.run([PYTHON, "-c", NESTED], env=run_module_env(), capture_output=True,
-                         text=True, timeout=120)
+def test_a_stall_is_reported_under_the_innermost_call(tmp_path):
+    out = subprocess.run([PYTHON, "-c", NESTED], env=run_module_env({"TMPDIR": str(tmp_path)}),
+                         capture_output=True, text=True, timeout=120)
     assert out.returncode == watchdog.EXIT_STALLED
     assert "inner analysis call" in out.stderr and "the whole run" not in out.stderr
