@@ -22,6 +22,10 @@ from mechjax.analysis.imir.phase.diagrams import PhaseDiagram
 from mechjax.analysis.imir.manifold import submanifold as subm
 from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.dynamics import reference as ode
+from mechjax.analysis.imir.dynamics import grid
+from mechjax.analysis.imir.dynamics import model as exact
+from mechjax.analysis.imir.dynamics import solver as solve
+from mechjax.analysis.imir.phase import clockfree as cf
 from mechjax.analysis.imir.phase import four_coord as fc
 from mechjax.analysis.imir.phase import readoffs as ph
 from mechjax.analysis.imir.manifold import project as proj
@@ -215,6 +219,25 @@ def test_tiny_end_to_end(tiny_runs):
         for arm in ("standard_arch", "standard_arch_sgd"):
             assert saved[f"{arm}/start_{start}/order_agreement_cells"] == 2
     assert saved["start_control/projected/theta0_abs_max"] > 0.0
+    # ... and the stage's wiring, recomputed apart: the trained cells solved from delta = 0 by
+    # solve_cells (not the grid runner), their order codes against the Adam runs as saved
+    c = run.build(SCHEMA.validate(tiny.get_config()))
+    e, o, g = c["exact"], c["ode"], c["grid"]
+    model = exact.make(c["exact_spec"])
+    m = np.load(os.path.join(workdir, "metrics.npz"))
+    pick = m["cells_standard/index"]
+    FR, FV = np.meshgrid(np.linspace(g["f_r_min"], g["f_r_max"], e["n"]),
+                         np.linspace(g["f_v_min"], g["f_v_max"], e["n"]), indexing="ij")
+    out = grid.solve_cells(model, exact.abgd_init(model, [*o["init"][:3], 0.0]),
+                           FR.ravel()[pick], FV.ravel()[pick], e["t1"], e["n_save"],
+                           rtol=e["rtol"], atol=e["rtol"] * solve.ATOL / solve.RTOL,
+                           dt0=e["t1"] / e["n_steps"], solver=e["solver"])
+    t = np.linspace(0.0, e["t1"], e["n_save"] + 1)
+    step = np.asarray(m["cells_standard/step"], np.float64)
+    order = cf.agreement(cf.first_to_form(t, out["p_rare"], out["p_iwl"], o["threshold"]),
+                         cf.first_to_form(step, m["cells_standard/p_rare"],
+                                          m["cells_standard/p_iwl"], o["threshold"]))
+    assert saved["standard_arch/start_delta0/order_agreement"] == order["value"]
     # the exact theorems stage: the protocol point on the exact loss is the 4-coordinate one at
     # f_v = 0 (float32 rounding), f_r = 1 never forms IWL, and within 200 steps delta, gamma,
     # alpha move, in that order, and beta does not (in the exact dynamics and in training alike)
@@ -225,7 +248,6 @@ def test_tiny_end_to_end(tiny_runs):
         "delta", "gamma", "alpha"]
     for name in ("phase_fr_fv.png", "phase_b_fr.png", "phase_sizes.png", "phase_starts.png"):
         assert os.path.getsize(os.path.join(workdir, "figures", name)) > 1000, name
-    m = np.load(os.path.join(workdir, "metrics.npz"))
     assert m["frfv/winner"].shape == (6, 6)
     assert "boundary/V16_T5" in saved  # the size scan ran (its one size is the grid's spec)
     assert saved["grid_cells"] == 36 and "grid_seconds" in run.format_summary(saved)

@@ -20,7 +20,7 @@ from mechjax.plots.save import save_figure
 from mechjax.sweeps.sweep import log
 from mechjax.sweeps.timing import load_average
 
-from experiments.imir_phase.common import first_step, grid_settings
+from experiments.imir_phase.common import first_step, grid_settings, winner_panel
 from experiments.imir_phase.config_checks import sgd_steps
 
 
@@ -215,14 +215,14 @@ def start_control(c: dict, ex: PhaseDiagram, standard: dict, summary: dict, metr
     winner is the default start's, and each trained arm of ``standard["runs"]`` compared with
     it clock-free at the trained cells (``{arm}/start_{name}/...``, as ``clockfree_agreement``).
     """
-    sc, e, g, o = c["start_control"], c["exact"], c["grid"], c["ode"]
+    sc, e, o = c["start_control"], c["exact"], c["ode"]
     model = exact.make(ex.spec)
     starts = {}
     if sc["delta0"]:
         starts["delta0"] = exact.abgd_init(model, [*o["init"][:3], 0.0])
     if sc["projected"]:
         starts["projected"] = exact.random_start(model, jax.random.key(sc["seed"]), sc["std"])
-    panels = [_panel(ex, f"start (alpha, beta, gamma, delta) = {tuple(o['init'])}")]
+    panels = [winner_panel(ex, f"start (alpha, beta, gamma, delta) = {tuple(o['init'])}")]
     for name, theta0 in starts.items():
         log(f"imir_phase: the exact diagram from the {name} start, load {load_average()}")
         d = diagrams.fr_fv_diagram(ex.spec, o["init"], ex.x, ex.y, float(e["t1"]), e["n_save"],
@@ -237,14 +237,10 @@ def start_control(c: dict, ex: PhaseDiagram, standard: dict, summary: dict, metr
             summary.update(clockfree_agreement(d, standard["pick"], tr, o["threshold"],
                                                f"{arm}/start_{name}"))
         metrics[f"start_control/{name}/winner"] = d.grid("winner")
-        panels.append(_panel(d, {"delta0": "start delta = 0",
-                                 "projected": f"random init (std {sc['std']}) projected"}[name]))
+        title = {"delta0": "start delta = 0",
+                 "projected": f"random init (std {sc['std']}) projected"}[name]
+        panels.append(winner_panel(d, title))
     save_figure(plots.winner_panels(panels, "f_r (rare fraction)",
                                     "f_v (within-class variability)", ph.WINNERS,
                                     f"exact reduced dynamics from three starts, t1={e['t1']}"),
                 os.path.join(fig_dir, "phase_starts.png"))
-
-
-def _panel(d: PhaseDiagram, title: str) -> dict:
-    return {"x": d.x, "y": d.y, "winner": d.grid("winner"), "sb": d.sb, "c": d.contour["c"],
-            "title": title}

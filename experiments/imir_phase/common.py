@@ -32,3 +32,9 @@ def spec_of(e: dict, b: int | None = None) -> bl.BlockListSpec:
 def grid_settings(e: dict) -> dict:
     """The grids' solver settings (``grid.timed_cells``)."""
     return {"solver": e["solver"], "step_cap": e["step_cap"] or None, "chunk": e["chunk"]}
+
+
+def winner_panel(d, title: str) -> dict:
+    """One panel of ``plots.imir.winner_panels`` from a ``PhaseDiagram``."""
+    return {"x": d.x, "y": d.y, "winner": d.grid("winner"), "sb": d.sb, "c": d.contour["c"],
+            "title": title}

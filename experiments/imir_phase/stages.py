@@ -18,7 +18,8 @@ from mechjax.sweeps.sweep import log
 from mechjax.tasks import blocklist as bl
 from mechjax.sweeps.timing import load_average
 
-from experiments.imir_phase.common import first_step, grid_settings, record_b_grid, spec_of
+from experiments.imir_phase.common import (first_step, grid_settings, record_b_grid, spec_of,
+                                          winner_panel)
 
 
 def frfv_diagram(c: dict, summary: dict, metrics: dict) -> diagrams.PhaseDiagram:
@@ -129,8 +130,7 @@ def sizes_scan(c: dict, summary: dict, metrics: dict, fig_dir: str) -> None:
             "seconds": d.seconds, "compile_seconds": d.compile_seconds, "load": load_average()}
         metrics[f"sizes/{name}/winner"] = winner
         metrics[f"sizes/{name}/p_rare"] = d.grid("p_rare")
-        panels.append({"x": d.x, "y": d.y, "winner": winner, "sb": d.sb, "c": d.contour["c"],
-                       "title": f"V={spec.n_tokens}, T={spec.seq_len}"})
+        panels.append(winner_panel(d, f"V={spec.n_tokens}, T={spec.seq_len}"))
     if panels:
         save_figure(plots.winner_panels(panels, "f_r (rare fraction)",
                                         "f_v (within-class variability)", ph.WINNERS,
