@@ -31,7 +31,8 @@ from mechjax.analysis.imir.detection import budget
 from mechjax.analysis.imir.detection import detector as dt
 from mechjax.analysis.imir.detection import explain as ex
 from mechjax.analysis.imir.detection import sources as src
-from mechjax.analysis.imir.forward.truncated import truncated_model
+from mechjax.analysis.imir.forward.truncated import coordinate_model, truncated_model
+from mechjax.analysis.imir.manifold import project as proj
 from mechjax.models.config import ConfigError
 from mechjax.io import write_json
 from mechjax.plots import imir_detect as plots
@@ -150,27 +151,42 @@ def build(config) -> dict:
 
 
 def train(st: dict, seeds: list[int], workdir: str) -> dict[str, np.ndarray]:
-    """All seeds of one setting in one program; returns trained params ``{name: [n_seeds, ..]}``."""
-    s, frame, spec = st["cfg"], st["frame"], st["spec"]
+    """All seeds of one setting in one program; returns trained params ``{name: [n_seeds, ..]}``
+    (``train_in=manifold``: the coordinates are trained and ``W(theta)`` returned)."""
+    s, frame, spec, basis = st["cfg"], st["frame"], st["spec"], st["basis"]
     task = bl.blocklist_task(spec, s["batch_size"], eval_size=512)
-    # the exact forward on the populated path blocks (mechjax.analysis.imir.forward.truncated)
-    trainer = make_train(task, truncated_model(frame, ib.imir_config(frame, s["causal"])),
-                         TrainConfig(steps=s["steps"], eval_every=s["eval_every"],
-                                     optimizer="adam"))
     fixed = ib.fixed_params(frame)
     shapes = {k: v.shape for k, v in ib.zero_trainables(frame).items()}
 
-    def init_state(key, hparams, seed_index):
+    def start_weights(key):
         ks = jax.random.split(jax.random.fold_in(key, 7), len(shapes))
-        w = {k: s["init_std"] * jax.random.normal(kk, shp) for (k, shp), kk in zip(shapes.items(), ks)}
-        return trainer.init_from_params(key, hparams, {**fixed, **w})
+        return {k: s["init_std"] * jax.random.normal(kk, shp)
+                for (k, shp), kk in zip(shapes.items(), ks)}
+
+    if s["train_in"] == "manifold":
+        model = coordinate_model(basis, s["causal"])
+        # the all-weights arm's start, projected: the two arms start as close as the span allows
+        start = lambda key: {"theta": proj.coords(basis, start_weights(key))}
+    else:
+        # the exact forward on the populated path blocks (mechjax.analysis.imir.forward.truncated)
+        model = truncated_model(frame, ib.imir_config(frame, s["causal"]))
+        start = lambda key: {**fixed, **start_weights(key)}
+    trainer = make_train(task, model, TrainConfig(steps=s["steps"], eval_every=s["eval_every"],
+                                                  optimizer=s["optimizer"]))
+
+    def init_state(key, hparams, seed_index):
+        return trainer.init_from_params(key, hparams, start(key))
 
     hp = {"lr": s["lr"], "task.f_r": s["f_r"], "task.f_v": s["f_v"]}
     result = run_sweep(trainer, seeds, hp, os.path.join(workdir, st["name"]),
                        init_state=init_state)
     m = result.metrics_at(grid=0)
     log(f"{st['name']}: final train loss per seed {np.round(m['train/loss'][:, -1], 3)}")
-    return {k: np.asarray(v) for k, v in result.params_at(grid=0).items()}
+    params = {k: np.asarray(v) for k, v in result.params_at(grid=0).items()}
+    if s["train_in"] != "manifold":
+        return params
+    per_seed = [{**fixed, **proj.weights(basis, jnp.asarray(th))} for th in params["theta"]]
+    return {k: np.stack([np.asarray(p[k]) for p in per_seed]) for k in per_seed[0]}
 
 
 def _batches(st: dict, d: dict, seed: int):
@@ -211,7 +227,8 @@ def detect_one(st: dict, params: dict, c: dict, seed: int) -> tuple[dt.Detection
         rep["batch_doubling"] = {"batch_size": d["batch_size"], "doubled": 2 * d["batch_size"],
                                  **budget.doubling([x.elimination.kept for x in dets],
                                                    [x.elimination.kept for x in again], i)}
-    rep["model"] = {k: st["cfg"][k] for k in ("causal", "offsets", "positions")}
+    rep["model"] = {k: st["cfg"][k] for k in ("causal", "offsets", "positions", "train_in",
+                                               "optimizer", "init_std")}
     if d["head_ablation"]:
         rep["heads"] = dt.against_heads(params, det, st["basis"], eval_batch, taus[i],
                                         causal=st["cfg"]["causal"])

@@ -22,9 +22,15 @@ def _setting(doc: str) -> Section:
         f_r=fraction("rare-token fraction of the training data", **UNIT),
         f_v=fraction("varied-answer fraction of the training data", **UNIT),
         steps=integer("training steps"), eval_every=integer("steps between evaluations"),
-        lr=number("Adam learning rate", gt=0.0),
+        lr=number("learning rate", gt=0.0),
+        optimizer=choice(("adam", "sgd"), "the optimizer (sgd: plain gradient descent)",
+                         default="adam"),
+        train_in=choice(("weights", "manifold"), "what is trained: every entry of every W_KQ and "
+                        "W_U (weights), or the manifold coordinates theta of W(theta) (manifold: "
+                        "the weights never leave the span)", default="weights"),
         batch_size=integer("sequences per training step"),
-        init_std=number("std of every trained weight entry at step 0", ge=0.0),
+        init_std=number("std of every trained weight entry at step 0 (train_in=manifold: the "
+                        "coordinates start at this draw's projection on the manifold)", ge=0.0),
         causal=boolean("causal attention (the paper's model; False: the non-causal variant)",
                        default=True),
         offsets=choice(("fixed", "cyclic"), "block-list layout: fixed (the query ends the "

@@ -3,7 +3,8 @@ pass in manifold coordinates (``coordinates``) and the truncated populated-path 
 (``truncated``)."""
 from mechjax.analysis.imir.forward.coordinates import Features, class_losses, features, logits
 from mechjax.analysis.imir.forward.loss import readout_accuracy, readout_loss
-from mechjax.analysis.imir.forward.truncated import truncated_forward, truncated_model
+from mechjax.analysis.imir.forward.truncated import (CoordinateConfig, coordinate_model,
+                                                      truncated_forward, truncated_model)
 
-__all__ = ["Features", "class_losses", "features", "logits",
+__all__ = ["CoordinateConfig", "Features", "class_losses", "coordinate_model", "features", "logits",
            "readout_accuracy", "readout_loss", "truncated_forward", "truncated_model"]

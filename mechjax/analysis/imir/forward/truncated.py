@@ -21,7 +21,8 @@ layers ``>= l`` (the elimination's staged candidates, ``eliminate.Staged``).
 ``theta_weights`` builds the corners straight from manifold coordinates (block ``(a, b)`` of
 ``W_KQ`` is ``sum_s theta_abs S_s``), so a projected model never materialises a
 ``[d_model, d_model]`` matrix; ``truncated_model`` is the trainer's ``Model`` with this loss
-(for training the IMIR model of a frame).
+(for training the IMIR model of a frame); ``coordinate_model`` is the same model whose only
+parameter is ``theta`` (training inside the manifold: every step stays on the span).
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ import jax
 import jax.numpy as jnp
 
 from mechjax.analysis.imir.manifold.basis import Basis, Frame
+from mechjax.analysis.imir.manifold.frame import fixed_params, imir_config
 from mechjax.models.config import ModelConfig
 from mechjax.models.protocol import Model, transformer_model
 from mechjax.metrics import token_hits, token_nll
@@ -200,3 +202,58 @@ def truncated_model(frame: Frame, cfg: ModelConfig) -> Model:
         transformer_model(cfg), logits=logits, fast_readout=None,
         loss=lambda params, batch, key, hparams: query_loss_and_accuracy(params, batch, frame,
                                                                          cfg))
+
+
+@dataclasses.dataclass(frozen=True)
+class CoordinateConfig:
+    """What a run trained in manifold coordinates records (``model_config.json``): the
+    coordinate count and the transformer ``W(theta)`` runs in (``imir_config`` of the frame)."""
+
+    n_coordinates: int
+    transformer: ModelConfig
+
+    # the trainer checks a task's tokens and length against these
+    @property
+    def d_vocab(self) -> int:
+        return self.transformer.d_vocab
+
+    @property
+    def vocab_out(self) -> int:
+        return self.transformer.d_vocab_out or self.transformer.d_vocab
+
+    @property
+    def n_ctx(self) -> int:
+        return self.transformer.n_ctx
+
+    def to_dict(self) -> dict:
+        return {"kind": "imir_coordinates", "n_coordinates": self.n_coordinates,
+                "transformer": self.transformer.to_dict()}
+
+
+def coordinate_model(basis: Basis, causal: bool) -> Model:
+    """The IMIR model of ``basis.frame`` parametrised by its manifold coordinates: params
+    ``{"theta": [basis.size]}``, weights ``W(theta)`` (``theta_weights``) with the frame's frozen
+    embeddings and ``W_OV``, the truncated loss. Gradient steps move ``theta``, so the weights
+    never leave the span (the IMIR paper trains its model there); ``init`` draws
+    ``theta ~ N(0, scale^2)``. ``causal``: the attention mask (the paper's model is causal)."""
+    frame = basis.frame
+    check_frame(frame)
+    cfg = imir_config(frame, causal)
+    fixed = fixed_params(frame)
+
+    def weights(params):
+        return {**fixed, **theta_weights(basis, params["theta"])}
+
+    def logits(params, tokens, readout, key, hparams, fast):
+        del key, hparams, fast
+        if readout is not None:
+            raise ValueError(f"the IMIR coordinate model reads the task through its weights "
+                             f"(readout=None), not at position {readout}")
+        return truncated_forward(weights(params), tokens, frame, cfg)
+
+    return Model(
+        config=CoordinateConfig(basis.size, cfg),
+        init=lambda key, scale: {"theta": scale * jax.random.normal(key, (basis.size,))},
+        logits=logits, param_shapes=lambda: {"theta": (basis.size,)},
+        loss=lambda params, batch, key, hparams: query_loss_and_accuracy(weights(params), batch,
+                                                                         frame, cfg))
