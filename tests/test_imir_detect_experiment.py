@@ -11,6 +11,7 @@ import pytest
 
 from experiments.imir_detect import run as rd
 from experiments.imir_detect.configs import tiny
+from experiments.imir_detect.schema import SCHEMA
 from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.detection import detector as dt
 from mechjax.analysis.imir.manifold import project as proj
@@ -233,3 +234,24 @@ def test_model_variant_options():
         rd.setting("recall_icl", {**s, "offsets": "linear_gap"})
     with pytest.raises(ConfigError, match=r"^recall_icl.positions='M\^-1'"):
         rd.setting("recall_icl", {**s, "positions": "M^-1"})
+
+
+def test_manifold_training_moves_each_seed_inside_the_span(tmp_path):
+    """``train_in=manifold``: the coordinates are trained from the projection of the weights
+    arm's init, so each seed's returned weights lie on the manifold, differ per seed and from
+    the start, and learned (loss below the start's)."""
+    c = SCHEMA.validate(tiny.get_config())
+    s = {**c.recall_icl.to_dict(), "train_in": "manifold", "steps": 20, "eval_every": 10,
+         "lr": 0.05}
+    st = rd.setting("recall_icl", s)
+    params = rd.train(st, [0, 1], str(tmp_path))
+    loss, _, _ = dt.model_fns(st["basis"], True)
+    batch = rd._batches(st, c.detect.to_dict(), 0)[1]
+    for i in range(2):
+        w = {k: jnp.asarray(v[i]) for k, v in params.items()}
+        rel, _ = proj.rel_residual(st["basis"], w)
+        assert float(rel) < 1e-5
+        trained = float(loss(proj.coords(st["basis"], w), batch))
+        start = float(loss(jnp.zeros(st["basis"].size), batch))
+        assert trained < start - 0.05
+    assert not np.allclose(params["unembed.W_U"][0], params["unembed.W_U"][1])

@@ -97,3 +97,25 @@ def test_every_stage_split_gives_the_same_loss():
 
     for stage in range(FRAME.n_layers + 1):
         assert float(split_at(stage, params)) == pytest.approx(float(want), rel=1e-5)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_coordinate_model_is_the_imir_model_at_w_theta_with_the_chain_rule_gradient(causal):
+    cfg = ib.imir_config(FRAME, causal)
+    task = bl.blocklist_task(TASK, 16, eval_size=32)
+    tc = TrainConfig(steps=4, eval_every=2, optimizer="sgd")
+    coord, weights = (make_train(task, tr.coordinate_model(BASIS, causal), tc),
+                      make_train(task, tr.truncated_model(FRAME, cfg), tc))
+    theta = 0.5 * jax.random.normal(jax.random.key(7), (BASIS.size,))
+    w = {**ib.fixed_params(FRAME), **proj.weights(BASIS, theta)}
+    batch = bl.sample(TASK, jax.random.key(8), TP, 32)
+    l_c, g_c = jax.value_and_grad(lambda p: coord.loss(p, batch)[0])({"theta": theta})
+    l_w, g_w = jax.value_and_grad(lambda p: weights.loss(p, batch)[0])(w)
+    assert float(l_c) == pytest.approx(float(l_w), rel=1e-5)
+    # d loss / d theta_i = <B_i, d loss / dW>: W(theta) is the basis' own linear map
+    want = proj.inner(BASIS, g_w)
+    np.testing.assert_allclose(g_c["theta"], want, atol=1e-4 * float(jnp.abs(want).max()))
+    # the logits the trainer evaluates with are the full forward's at W(theta)
+    np.testing.assert_allclose(coord.logits({"theta": theta}, batch["tokens"]),
+                               forward(w, batch["tokens"], cfg), rtol=1e-4, atol=1e-4)
+    assert coord.model_cfg.to_dict()["n_coordinates"] == BASIS.size
