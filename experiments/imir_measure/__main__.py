@@ -1,5 +1,5 @@
 """The numbers quoted in docs/imir.md (``experiments.imir_measure.measure``) as JSON:
-``python -m experiments.imir_measure [confinement|ode|abgd ...]`` (default: all three)."""
+``python -m experiments.imir_measure [confinement|ode|abgd|layout ...]`` (default: all four)."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,8 @@ import time
 
 from experiments.imir_measure import measure
 
-JOBS = {"confinement": measure.confinement, "ode": measure.ode_vs_gd, "abgd": measure.abgd_vs_full}
+JOBS = {"confinement": measure.confinement, "ode": measure.ode_vs_gd, "abgd": measure.abgd_vs_full,
+        "layout": measure.layout_leak}
 
 
 def main(argv: list[str]) -> None:

@@ -178,3 +178,26 @@ def abgd_vs_full(spec: bl.BlockListSpec = TINY, t1: float = 400.0, lr: float = 0
             "emergence_abgd": emergence(sub_traj), "emergence_full_training": emergence(gd_sub),
             "full_training_off_abgd_fraction_final": float(off_frac[-1]),
             "top_helper_coordinates": {bn[i]: float(off[-1, i]) for i in helpers}}
+
+
+def layout_leak(n_layers: int = 5, n_pad: int = 2, scale: float = 0.7, seed: int = 1,
+                batch_sizes: tuple[int, ...] = (1024, 4096, 16384), n_rep: int = 2) -> dict:
+    """How far the population gradient leaves the manifold under each block-list layout, for
+    ``imir_detect``'s 2-hop setting (``khop_cpu`` sizes, the causal model, the paper's position
+    set): ``fixed`` (the query ends the sequence, blocks at fixed positions) against
+    ``linear_gap`` (``n_pad`` pad tokens in random gaps, so blocks sit at random offsets).
+    Monte Carlo at a random manifold point (``theta ~ N(0, scale^2)``): the residual's excess
+    over its half-batch noise floor estimates the expected gradient's off-span fraction."""
+    out: dict = {}
+    for layout in ("fixed", "linear_gap"):
+        spec = bl.BlockListSpec(kind="khop", hops=2, n_common=6, n_rare=5, n_blocks=4,
+                                f_r=0.8, f_v=0.5, offsets=layout,
+                                n_pad=n_pad if layout == "linear_gap" else 0)
+        frame = _frame(spec, layers=n_layers)
+        basis = ib.make_basis(frame, position_mode="literal", block_len=spec.block_len)
+        theta = scale * jax.random.normal(jax.random.key(seed), (basis.size,))
+        rows = cf.mc_confinement(spec, basis, proj.weights(basis, theta), list(batch_sizes),
+                                 jax.random.key(0), n_rep=n_rep, causal=True, chunk=1024)
+        out[layout] = {"n_coords": basis.size, "seq_len": spec.seq_len, "rows": rows,
+                       "excess_at_largest": rows[-1]["excess"]}
+    return out
