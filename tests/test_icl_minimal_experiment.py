@@ -55,3 +55,41 @@ def test_boundary_figure_points_and_predicted_contour():
     np.testing.assert_allclose(np.concatenate(offsets)[:, 0], sb, atol=0.03 * 0.8)
     vertical, horizontal = ax.lines[0].get_xdata(), ax.lines[1].get_ydata()
     assert vertical[0] == 0.7 and horizontal[0] == 0.75
+
+
+def _planted_arrays(config, names, rule):
+    """``{name/icl: [seeds, values, 1]}`` whose final ICL probe is 1 where ``rule(sb, sweep)``."""
+    import numpy as np
+    shapes = {n: (2, len(config.sweeps[n]["values"]), 1) for n in names}
+    zeros = {f"{n}/icl": np.zeros(s) for n, s in shapes.items()}
+    pts = run.theory_points(config, names, zeros, 100.0)  # run order: name, value, seed
+    formed = rule(pts["sb"], pts["sweep"]).astype(float)
+    out, i = {}, 0
+    for n, (seeds, values, _) in shapes.items():
+        block = formed[i: i + seeds * values].reshape(values, seeds).T
+        out[f"{n}/icl"] = block[..., None]
+        i += seeds * values
+    return out
+
+
+def test_held_out_separation_fits_on_the_other_sweeps_only():
+    """A rule the map states exactly (formed iff s b >= c at min_count 100) is recovered out of
+    sample in every sweep the others bracket; flipping one sweep's outcomes leaves its fitted
+    threshold unchanged (it was chosen without them) and turns its accuracy to 1 - before."""
+    import numpy as np
+    from experiments.icl_minimal.configs import cpu
+    from experiments.icl_minimal.schema import SCHEMA
+    config = SCHEMA.validate(cpu.get_config())
+    names = ["K", "B", "eps", "alpha"]
+    sb = run.theory_points(config, names, _planted_arrays(config, names, lambda s, w: s > 0),
+                           100.0)["sb"]
+    c0 = float(np.median(np.unique(sb)))
+    rule = lambda s, w: s >= c0
+    out = run.held_out_separation(config, names, _planted_arrays(config, names, rule))
+    assert out["theory/held_out_accuracy"] > out["theory/held_out_majority_baseline"]
+    per = out["theory/held_out_per_sweep"]
+    flipped = lambda s, w: (s >= c0) ^ (w == 0)  # sweep K's outcomes inverted
+    again = run.held_out_separation(config, names, _planted_arrays(config, names, flipped))
+    before, after = per["K"], again["theory/held_out_per_sweep"]["K"]
+    assert (after["min_count"], after["threshold"]) == (before["min_count"], before["threshold"])
+    assert after["accuracy"] == pytest.approx(1 - before["accuracy"])

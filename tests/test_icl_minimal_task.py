@@ -1,4 +1,5 @@
-"""The Reddy minimal ICL task: planted statistics (burstiness, Zipf, noise) and probe definitions."""
+"""The Reddy minimal ICL task: planted statistics (burstiness, Zipf, noise, the p_B / p_C
+mixtures) and probe definitions (icl, iwl, label swap)."""
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -87,7 +88,53 @@ def test_icl_probe_novel_classes_labels_in_context():
     assert (np.where(same, sim, -9).max(1) > np.where(~same, sim, -9).max(1)).mean() > 0.99
 
 
+@jax.jit
+def _train_over_mix(key, p_b, p_c):
+    """A training batch for every (p_B, p_C) pair (traced), B = 2."""
+    def one(pb, pc):
+        return icl.sample(key, TASK, dict(TASK.default_params(), p_B=pb, p_C=pc), BATCH)
+    return jax.vmap(one)(p_b, p_c)
+
+
+def test_bursty_fraction_p_b_mixes_bursty_and_iid_sequences():
+    p_b = jnp.array([1.0, 0.5, 0.0])
+    out = _train_over_mix(jax.random.PRNGKey(6), p_b, jnp.zeros(3))
+    same = np.asarray(out["ctx_classes"] == out["query_class"][..., None]).sum(-1)
+    for i, pb in enumerate([1.0, 0.5, 0.0]):
+        # bursty: B = 2 items plus chance hits from the 3 other classes (2 items each, 1/16);
+        # iid: each of the 8 context items is the query's class with probability 1/16
+        expect = pb * (2 + 6 / 16) + (1 - pb) * 8 / 16
+        assert abs(same[i].mean() - expect) < 0.05
+    assert same[0].min() >= 2 and (same[2] == 0).mean() > 0.5  # iid: no copy in most sequences
+
+
+def test_novel_fraction_p_c_gives_context_only_classes():
+    out = _train_over_mix(jax.random.PRNGKey(7), jnp.array([1.0, 1.0]), jnp.array([1.0, 0.25]))
+    novel = np.asarray(out["query_class"]) < 0
+    assert novel[0].all() and abs(novel[1].mean() - 0.25) < 0.03
+    cls, lab = np.asarray(out["ctx_classes"][0]), np.asarray(out["ctx_labels"][0])
+    q, y = np.asarray(out["query_class"][0]), np.asarray(out["labels"][0])
+    for row_c, row_l, qc, yl in zip(cls[:500], lab[:500], q[:500], y[:500]):
+        assert np.all(row_c < 0)                                    # every item novel
+        assert np.all(np.unique(row_c, return_counts=True)[1] == 2)  # bursty, B = 2
+        assert np.all(row_l[row_c == qc] == yl)  # the query's label is its class's context label
+    # the labels are drawn per sequence: they follow no class index
+    assert len(np.unique(y)) == TASK.n_labels
+
+
+def test_swap_probe_shows_each_training_class_with_the_next_label():
+    out = icl.sample(jax.random.PRNGKey(8), TASK, TASK.default_params(), 2000, kind="swap")
+    q, y = np.asarray(out["query_class"]), np.asarray(out["labels"])
+    assert np.all((q >= 0) & (q < 16))  # training classes
+    np.testing.assert_array_equal(y, (q % 8 + 1) % 8)  # never the label the weights learn
+    cls, lab = np.asarray(out["ctx_classes"]), np.asarray(out["ctx_labels"])
+    np.testing.assert_array_equal(lab, (cls % 8 + 1) % 8)
+    assert np.all((cls == q[:, None]).sum(-1) == 4)  # the query's class N/2 times, the other N/2
+    assert np.all([len(np.unique(r)) == 2 for r in cls])
+
+
 @pytest.mark.parametrize("kw, msg", [
+    (dict(p_bursty=1.5), r"p_B=1.5: a fraction"), (dict(p_novel=-0.1), r"p_C=-0.1"),
     (dict(n_labels=4), "L=4 < N=8"), (dict(burstiness=9), "B=9 > N=8"),
     (dict(burstiness=3), "B=3: must be 0 or divide N=8"),
     (dict(zipf=-0.5), "alpha=-0.5"), (dict(d=0), "D=0")])

@@ -26,7 +26,10 @@ from mechjax.training.train import TrainConfig, Trainer, make_train
 
 from experiments.icl_minimal.schema import SCHEMA
 
-TASK_KNOB = {"K": "k", "B": "burstiness", "eps": "noise", "alpha": "zipf"}
+TASK_KNOB = {"K": "k", "B": "burstiness", "eps": "noise", "alpha": "zipf", "p_B": "p_bursty",
+             "p_C": "p_novel"}
+# the knobs the block-list map has a counterpart for (docs/icl_minimal.md)
+THEORY_KNOBS = ("K", "B", "eps", "alpha")
 
 
 def make_trainer(spec: icl.IclSpec, train_cfg: TrainConfig, batch_size: int, eval_size: int,
@@ -43,7 +46,7 @@ def sweep_spec(config, name: str) -> icl.IclSpec:
     t, s = config.task, config.sweeps[name]
     spec = icl.IclSpec(d=t.d, n_ctx=t.n_ctx, n_labels=s.n_labels or t.n_labels, k_max=t.k_max,
                        k=s.k or t.k, burstiness=t.burstiness, noise=t.noise, zipf=t.zipf,
-                       data_seed=t.data_seed)
+                       data_seed=t.data_seed, p_bursty=t.p_bursty, p_novel=t.p_novel)
     for v in s["values"]:
         if s.knob in TASK_KNOB:
             try:
@@ -70,10 +73,12 @@ def train_sweep(config, name: str, workdir: str) -> dict[str, Any]:
     res = run_sweep(trainer, experiment.seeds(config), grid, os.path.join(workdir, name),
                     chunk_evals=s.chunk_evals, log_every_chunk=False)
     icl_acc, iwl_acc = res.metrics["acc/icl"], res.metrics["acc/iwl"]  # [seeds, grid, evals]
+    swap_acc = res.metrics["acc/swap"]
     log(f"{name}: {len(s['values'])} values x {len(res.seeds)} seeds in {time.time() - t0:.0f}s, "
         f"{res.traces} trace(s)")
     return {"values": list(s["values"]), "knob": s.knob, "steps": res.steps,
-            "icl": icl_acc, "iwl": iwl_acc, "traces": res.traces, "seconds": time.time() - t0}
+            "icl": icl_acc, "iwl": iwl_acc, "swap": swap_acc, "traces": res.traces,
+            "seconds": time.time() - t0}
 
 
 def sweep_summary(name: str, out: dict[str, Any], formed: float = 0.75) -> dict[str, Any]:
@@ -83,24 +88,29 @@ def sweep_summary(name: str, out: dict[str, Any], formed: float = 0.75) -> dict[
             f"{name}/values": out["values"], f"{name}/knob": out["knob"],
             f"{name}/icl_final": np.round(out["icl"][..., -1].astype(float), 3).tolist(),
             f"{name}/iwl_final": np.round(out["iwl"][..., -1].astype(float), 3).tolist(),
+            # Reddy's label-swap test: the context's label against the one the weights learned
+            f"{name}/swap_final": np.round(out["swap"][..., -1].astype(float), 3).tolist(),
             f"{name}/icl_peak": np.round(out["icl"].max(-1).astype(float), 3).tolist(),
             f"{name}/traces": out["traces"], f"{name}/seconds": round(out["seconds"], 1)}
 
 
-def theory_points(config, names, arrays) -> dict[str, np.ndarray]:
+def theory_points(config, names, arrays, min_count: float | None = None
+                  ) -> dict[str, np.ndarray]:
     """Every trained run of a task-knob sweep as one point: its grid point's ``s * b``
-    (docs/icl_minimal.md), its final ICL probe accuracy and the index of its sweep in ``names``."""
+    (docs/icl_minimal.md; ``min_count`` default ``config.theory_min_count``), its final ICL probe
+    accuracy and the index of its sweep in ``names``."""
+    min_count = config.theory_min_count if min_count is None else min_count
     sb, icl_final, sweep = [], [], []
     for i, name in enumerate(names):
         s = config.sweeps[name]
-        if s.knob not in TASK_KNOB or s.n_labels:  # L = N: the map has no counterpart
+        if s.knob not in THEORY_KNOBS or s.n_labels:  # L = N, the mixtures: no counterpart
             continue
         spec = sweep_spec(config, name)
         for j, v in enumerate(s["values"]):
             knobs = {"k": spec.k, "alpha": spec.zipf, "eps": spec.noise, "b": spec.burstiness,
                      {"K": "k", "B": "b", "eps": "eps", "alpha": "alpha"}[s.knob]: v}
             x = contour_variable(queries_seen=s.steps * config.train.batch_size,
-                                 min_count=config.theory_min_count, **knobs)
+                                 min_count=min_count, **knobs)
             for acc in arrays[f"{name}/icl"][:, j, -1]:
                 sb.append(x)
                 icl_final.append(float(acc))
@@ -121,6 +131,38 @@ def theory_separation(config, points: dict[str, np.ndarray]) -> dict[str, Any]:
             "theory/n_runs": len(formed), "theory/n_icl_formed": int(formed.sum())}
 
 
+def held_out_separation(config, names, arrays) -> dict[str, Any]:
+    """The map scored out of sample: for each theory sweep, the threshold and ``min_count`` (from
+    ``theory_min_counts``) that separate the *other* sweeps best, scored on that sweep's runs;
+    beside it the majority outcome of the other sweeps, scored the same way."""
+    points = {mc: theory_points(config, names, arrays, mc) for mc in config.theory_min_counts}
+    first = points[config.theory_min_counts[0]]
+    sweeps = np.unique(first["sweep"])
+    if len(sweeps) < 2:
+        return {}
+    formed = first["icl_final"] >= config.icl_formed
+    hits, base, chosen = np.zeros(len(formed), bool), np.zeros(len(formed), bool), {}
+    for h in sweeps:
+        test, fit = first["sweep"] == h, first["sweep"] != h
+        best = None
+        for mc, pts in points.items():
+            out = contour_agreement(pts["sb"][fit], formed[fit])
+            if out["agreement"] is not None and (best is None or out["agreement"] > best[0]):
+                best = (out["agreement"], mc, out["c"])
+        majority = formed[fit].mean() >= 0.5
+        base[test] = formed[test] == majority
+        if best is None:  # the other sweeps hold one outcome: the majority is all they say
+            hits[test] = base[test]
+            chosen[names[h]] = {"min_count": None, "threshold": None}
+            continue
+        hits[test] = (points[best[1]]["sb"][test] >= best[2]) == formed[test]
+        chosen[names[h]] = {"min_count": best[1], "threshold": best[2],
+                            "accuracy": float(hits[test].mean())}
+    return {"theory/held_out_accuracy": float(hits.mean()),
+            "theory/held_out_majority_baseline": float(base.mean()),
+            "theory/held_out_per_sweep": chosen}
+
+
 def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
     config = SCHEMA.validate(config)
     names = list(config.run_sweeps)
@@ -133,12 +175,14 @@ def run(config, workdir: str, overwrite: bool = False) -> dict[str, Any]:
         out = train_sweep(config, name, workdir)
         summary.update(sweep_summary(name, out, config.icl_formed))
         arrays.update({f"{name}/icl": out["icl"], f"{name}/iwl": out["iwl"],
+                       f"{name}/swap": out["swap"],
                        f"{name}/values": np.asarray(out["values"]), f"{name}/steps": out["steps"]})
         save_figure(knob_figure(out["values"], out["icl"][..., -1], out["iwl"][..., -1],
                                 out["knob"], f"{name}: {config.n_seeds} seeds"),
                     os.path.join(workdir, "figures", f"{name}.png"))
     points = theory_points(config, names, arrays)
     summary.update(theory_separation(config, points))
+    summary.update(held_out_separation(config, names, arrays))
     if len(points["sb"]):
         arrays.update({f"theory/{k}": v for k, v in points.items()})
         save_figure(boundary_figure(points["sb"], points["icl_final"],

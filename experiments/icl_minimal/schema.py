@@ -1,10 +1,11 @@
 """The icl_minimal config: every key, what it means and what it allows (``configs/*.py`` give
 values). Cross-key limits (L >= N, B <= N, K <= k_max) are checked by
 ``mechjax.tasks.icl_minimal.check_values`` before anything compiles."""
-from mechjax.cli.schema import SEEDS, Schema, Section, choice, integer, number, sequence
+from mechjax.cli.schema import (SEEDS, Schema, Section, choice, fraction, integer, number,
+                                sequence)
 
-KNOBS = ("K", "B", "eps", "alpha", "weight_decay")
-SWEEPS = ("K", "B", "eps", "alpha", "l_eq_n", "long")
+KNOBS = ("K", "B", "eps", "alpha", "p_B", "p_C", "weight_decay")
+SWEEPS = ("K", "B", "eps", "alpha", "l_eq_n", "l_eq_n_p_b", "l_eq_n_p_c", "long")
 
 
 def _sweep(doc: str) -> Section:
@@ -27,6 +28,9 @@ SCHEMA = Schema(
                       "reading a context label at random)", gt=0.0, le=1.0),
     theory_min_count=number("a class seen fewer times than this in training is rare (f_r)",
                             gt=0.0),
+    theory_min_counts=sequence(number(gt=0.0), "the min_count values the held-out separation "
+                               "chooses among (on the sweeps it is not scored on)",
+                               increasing=True, default=(10.0, 30.0, 100.0, 300.0)),
     task=Section(
         "Reddy's minimal in-context classification task (mechjax.tasks.icl_minimal)",
         d=integer("item dimension D"),
@@ -38,6 +42,10 @@ SCHEMA = Schema(
         noise=number("within-class noise eps", ge=0.0),
         zipf=number("Zipf exponent alpha over classes", ge=0.0),
         data_seed=integer("class means and label vectors", min=0),
+        p_bursty=fraction("p_B: share of training sequences that are bursty (the rest iid)",
+                          zero_ok=True, default=1.0),
+        p_novel=fraction("p_C: share of training sequences of novel classes (labels only in "
+                         "context)", zero_ok=True, default=0.0),
     ),
     train=Section(
         "optimizer and sizes",
@@ -56,6 +64,8 @@ SCHEMA = Schema(
         eps=_sweep("ICL rises with within-class noise eps"),
         alpha=_sweep("Zipf exponent near 1 gives both ICL and IWL"),
         l_eq_n=_sweep("L = N: ICL fails (Reddy: 0 of 6 seeds)"),
+        l_eq_n_p_b=_sweep("L = N over Reddy's bursty fraction p_B"),
+        l_eq_n_p_c=_sweep("L = N over Reddy's novel-class fraction p_C"),
         long=_sweep("trained long: ICL transient without weight decay, kept by L2"),
     ),
 )

@@ -8,14 +8,22 @@ within-class noise). Class k carries label ``k mod L``; each label is a fixed ve
 defines it: the context holds N/B classes with B items each (B divides N), one of them the
 query's class, the others Zipf draws, at shuffled slots; B = 0 is N iid Zipf draws.
 
+Reddy's training mixtures: a fraction ``p_B`` of training sequences is bursty as above, the rest N
+iid Zipf draws with an iid query (``p_B = 1``: every sequence bursty); a fraction ``p_C`` uses
+novel classes instead (N/B of them, means drawn fresh per sequence, each with a random label,
+bursty with B items each, B = N/2 when B = 0), so their labels can only be read from the context.
+
 Probes, as Reddy and Chan et al. measure them:
   ``icl``: two novel classes (means drawn fresh per sequence, so not learnable in weights), each
     given a distinct random label, N/2 items of each in context, query from one of them; correct
     means predicting the label the context gives its class.
   ``iwl``: query from the training classes (Zipf), no context item of the query's class; correct
     means predicting the class's fixed label.
+  ``swap``: Reddy's label-swap test: two training classes (Zipf, distinct), N/2 items each,
+    every context label shifted to the next label ``(k + 1) mod L``; correct means predicting the
+    context's (shifted) label, against the label the weights learned for the class.
 
-K, B, eps and alpha are traced task parameters (``K`` masks a pool of ``k_max`` means), so a
+K, B, eps, alpha, p_B and p_C are traced task parameters (``K`` masks a pool of ``k_max`` means), so a
 sweep vmaps seeds x (K, B, eps, alpha) in one compiled program. ``data_seed`` fixes means and label
 vectors. What Reddy's text leaves to us (derived here): labels ``k mod L`` rather than a random map
 (classes are exchangeable under random means, so it is the same distribution); B = 0 means no
@@ -52,10 +60,12 @@ class IclSpec:
     noise: float = 0.1
     zipf: float = 0.0
     data_seed: int = 0
+    p_bursty: float = 1.0
+    p_novel: float = 0.0
 
     def __post_init__(self):
         check_values(self.d, self.n_ctx, self.n_labels, self.k_max, self.k, self.burstiness,
-                     self.zipf, self.noise)
+                     self.zipf, self.noise, self.p_bursty, self.p_novel)
 
     @property
     def seq_len(self) -> int:
@@ -63,11 +73,12 @@ class IclSpec:
 
     def default_params(self) -> dict[str, float]:
         return {"K": float(self.k), "B": float(self.burstiness), "eps": float(self.noise),
-                "alpha": float(self.zipf), "data_seed": float(self.data_seed)}
+                "alpha": float(self.zipf), "data_seed": float(self.data_seed),
+                "p_B": float(self.p_bursty), "p_C": float(self.p_novel)}
 
 
 def check_values(d: int, n: int, l: int, k_max: int, k: float, b: float, alpha: float,
-                 eps: float = 0.0) -> None:
+                 eps: float = 0.0, p_b: float = 1.0, p_c: float = 0.0) -> None:
     """One-line ConfigErrors for values the task cannot represent (also used on sweep grids)."""
     if d < 1:
         raise ConfigError(f"D={d}: item dimension must be >= 1")
@@ -85,6 +96,9 @@ def check_values(d: int, n: int, l: int, k_max: int, k: float, b: float, alpha: 
         raise ConfigError(f"Zipf exponent alpha={alpha}: must be >= 0")
     if eps < 0:
         raise ConfigError(f"noise eps={eps}: must be >= 0")
+    for name, value in (("p_B", p_b), ("p_C", p_c)):
+        if not 0.0 <= value <= 1.0:
+            raise ConfigError(f"{name}={value}: a fraction of training sequences, in [0, 1]")
 
 
 def tables(spec: IclSpec, params) -> tuple[jax.Array, jax.Array]:
@@ -126,11 +140,34 @@ def _train_one(key: jax.Array, spec: IclSpec, params, means, lvec, p) -> Batch:
     b = jnp.round(params["B"])
     group = jnp.arange(n) // jnp.maximum(b, 1.0).astype(jnp.int32)
     bursty = jnp.where(group == 0, c_q, drawn[group])
-    cls = jax.random.permutation(kperm, jnp.where(b >= 1, bursty, drawn))
+    # the mixtures draw from their own key, so p_B = 1, p_C = 0 leaves every draw above unchanged
+    k_b, k_c, k_novel = jax.random.split(jax.random.fold_in(key, 1), 3)
+    is_bursty = (b >= 1) & (jax.random.uniform(k_b) < params["p_B"])
+    cls = jax.random.permutation(kperm, jnp.where(is_bursty, bursty, drawn))
     x = _items(kx, means[jnp.concatenate([cls, c_q[None]])], params["eps"])
     ctx_lab = cls % spec.n_labels
-    return {"inputs": _interleave(x[:n], lvec[ctx_lab], x[n]), "labels": c_q % spec.n_labels,
-            "ctx_labels": ctx_lab, "ctx_classes": cls, "query_class": c_q}
+    out = {"inputs": _interleave(x[:n], lvec[ctx_lab], x[n]), "labels": c_q % spec.n_labels,
+           "ctx_labels": ctx_lab, "ctx_classes": cls, "query_class": c_q}
+    novel = _novel_one(k_novel, spec, params, lvec)
+    use_novel = jax.random.uniform(k_c) < params["p_C"]
+    return jax.tree.map(lambda a, c: jnp.where(use_novel, a, c), novel, out)
+
+
+def _novel_one(key: jax.Array, spec: IclSpec, params, lvec) -> Batch:
+    """A bursty sequence of novel classes (Reddy's p_C): N/B classes with means drawn here and
+    random labels, B items each (B = N/2 when B = 0), the query from one of them."""
+    km, kl, kperm, kq, kx = jax.random.split(key, 5)
+    n = spec.n_ctx
+    b = jnp.round(params["B"])
+    b = jnp.where(b >= 1, b, n // 2).astype(jnp.int32)
+    group = jax.random.permutation(kperm, jnp.arange(n) // b)
+    mu = jax.random.normal(km, (n, spec.d)) / jnp.sqrt(spec.d)
+    labs = jax.random.randint(kl, (n,), 0, spec.n_labels)
+    q = group[jax.random.randint(kq, (), 0, n)]  # each group holds B slots: uniform over groups
+    x = _items(kx, mu[jnp.concatenate([group, q[None]])], params["eps"])
+    ctx_lab = labs[group]
+    return {"inputs": _interleave(x[:n], lvec[ctx_lab], x[n]), "labels": labs[q],
+            "ctx_labels": ctx_lab, "ctx_classes": -1 - group, "query_class": -1 - q}
 
 
 def _iwl_one(key: jax.Array, spec: IclSpec, params, means, lvec, p) -> Batch:
@@ -162,14 +199,29 @@ def _icl_one(key: jax.Array, spec: IclSpec, params, means, lvec, p) -> Batch:
             "ctx_labels": ctx_lab, "ctx_classes": -1 - which, "query_class": -1 - q}
 
 
-_KINDS = {"train": _train_one, "icl": _icl_one, "iwl": _iwl_one}
+def _swap_one(key: jax.Array, spec: IclSpec, params, means, lvec, p) -> Batch:
+    kc, kperm, kq, kx = jax.random.split(key, 4)
+    n = spec.n_ctx
+    two = jax.random.choice(kc, spec.k_max, (2,), replace=False, p=p)
+    which = jax.random.permutation(kperm, jnp.arange(n) % 2)
+    q = jax.random.randint(kq, (), 0, 2)
+    cls = two[which]
+    x = _items(kx, means[jnp.concatenate([cls, two[q][None]])], params["eps"])
+    # each class shown with the next label: the context and the weights disagree on every item
+    swapped = (two % spec.n_labels + 1) % spec.n_labels
+    ctx_lab = swapped[which]
+    return {"inputs": _interleave(x[:n], lvec[ctx_lab], x[n]), "labels": swapped[q],
+            "ctx_labels": ctx_lab, "ctx_classes": cls, "query_class": two[q]}
+
+
+_KINDS = {"train": _train_one, "icl": _icl_one, "iwl": _iwl_one, "swap": _swap_one}
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "batch_size", "kind"))
 def sample(key: jax.Array, spec: IclSpec, params, batch_size: int, kind: str = "train") -> Batch:
     """A batch: ``inputs [b, 2N+1, d]`` float32, ``labels [b]`` int32 (the query's label), and
     ``ctx_labels [b, N]``, ``ctx_classes [b, N]``, ``query_class [b]`` for probes and tests.
-    ``kind``: ``train`` | ``icl`` | ``iwl``. Jittable; ``params`` may be traced."""
+    ``kind``: ``train`` | ``icl`` | ``iwl`` | ``swap``. Jittable; ``params`` may be traced."""
     means, lvec = tables(spec, params)
     p = class_probs(spec, params)
     one = _KINDS[kind]
@@ -178,12 +230,13 @@ def sample(key: jax.Array, spec: IclSpec, params, batch_size: int, kind: str = "
 
 
 def make_task(spec: IclSpec, batch_size: int, eval_size: int) -> Task:
-    """The task as a ``mechjax`` Task: training batches and the ``icl``/``iwl`` probes."""
+    """The task as a ``mechjax`` Task: training batches and the ``icl``/``iwl``/``swap`` probes."""
     def sampler(kind: str, n: int):
         def draw(key, task_params):
             out = sample(key, spec, dict(spec.default_params(), **task_params), n, kind)
             return {"tokens": out["inputs"], "labels": out["labels"]}
         return draw
     return Task("icl_minimal", sampler("train", batch_size),
-                {"icl": sampler("icl", eval_size), "iwl": sampler("iwl", eval_size)},
+                {"icl": sampler("icl", eval_size), "iwl": sampler("iwl", eval_size),
+                 "swap": sampler("swap", eval_size)},
                 readout=-1, default_params=spec.default_params(), seq_len=None)

@@ -28,6 +28,9 @@ def get_config() -> ml_collections.ConfigDict:
         eps=_sweep("eps", (0.0, 0.1, 0.4, 0.8), steps),
         alpha=_sweep("alpha", (0.0, 1.0, 2.0), steps),
         l_eq_n=_sweep("B", (4.0,), steps, n_labels=8),
+        # Reddy's training mixtures at L = N (configs/mixtures.py runs them)
+        l_eq_n_p_b=_sweep("p_B", (0.25, 0.5, 0.75, 1.0), steps, n_labels=8),
+        l_eq_n_p_c=_sweep("p_C", (0.0, 0.25, 0.5, 0.75), steps, n_labels=8),
         long=_sweep("weight_decay", (0.0, 1e-4), 4 * steps),
     ))
     return config
