@@ -255,3 +255,7 @@ def test_manifold_training_moves_each_seed_inside_the_span(tmp_path):
         start = float(loss(jnp.zeros(st["basis"].size), batch))
         assert trained < start - 0.05
     assert not np.allclose(params["unembed.W_U"][0], params["unembed.W_U"][1])
+    # each seed's W(theta) is written as a state dict the detector reads back as that seed
+    source = rd.src.from_file(str(tmp_path / "recall_icl" / "weights_seed1.npz"))
+    for k, v in params.items():
+        np.testing.assert_array_equal(source.params[k], v[1])

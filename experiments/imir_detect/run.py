@@ -34,6 +34,7 @@ from mechjax.analysis.imir.detection import sources as src
 from mechjax.analysis.imir.forward.truncated import coordinate_model, truncated_model
 from mechjax.analysis.imir.manifold import project as proj
 from mechjax.models.config import ConfigError
+from mechjax.interop.weights import save_npz
 from mechjax.io import write_json
 from mechjax.plots import imir_detect as plots
 from mechjax.plots.save import save_figure
@@ -152,7 +153,8 @@ def build(config) -> dict:
 
 def train(st: dict, seeds: list[int], workdir: str) -> dict[str, np.ndarray]:
     """All seeds of one setting in one program; returns trained params ``{name: [n_seeds, ..]}``
-    (``train_in=manifold``: the coordinates are trained and ``W(theta)`` returned)."""
+    (``train_in=manifold``: the coordinates are trained and ``W(theta)`` returned, and written
+    per seed as ``<workdir>/<setting>/weights_seed<N>.npz``)."""
     s, frame, spec, basis = st["cfg"], st["frame"], st["spec"], st["basis"]
     task = bl.blocklist_task(spec, s["batch_size"], eval_size=512)
     fixed = ib.fixed_params(frame)
@@ -186,6 +188,10 @@ def train(st: dict, seeds: list[int], workdir: str) -> dict[str, np.ndarray]:
     if s["train_in"] != "manifold":
         return params
     per_seed = [{**fixed, **proj.weights(basis, jnp.asarray(th))} for th in params["theta"]]
+    # the run's checkpoints hold theta; W(theta) per seed as a state dict any tool reads
+    # (``--weights=FILE --causal=...`` detects one again without retraining)
+    for seed, w in zip(seeds, per_seed):
+        save_npz(w, os.path.join(workdir, st["name"], f"weights_seed{seed}.npz"))
     return {k: np.stack([np.asarray(p[k]) for p in per_seed]) for k in per_seed[0]}
 
 
