@@ -30,7 +30,8 @@ SCHEMA = Schema(
                             gt=0.0),
     theory_min_counts=sequence(number(gt=0.0), "the min_count values the held-out separation "
                                "chooses among (on the sweeps it is not scored on)",
-                               increasing=True, default=(10.0, 30.0, 100.0, 300.0)),
+                               increasing=True,
+                               default=(10.0, 20.0, 50.0, 100.0, 200.0, 500.0)),
     task=Section(
         "Reddy's minimal in-context classification task (mechjax.tasks.icl_minimal)",
         d=integer("item dimension D"),
