@@ -5,7 +5,7 @@ from mechjax.cli.schema import (SEEDS, Schema, Section, choice, fraction, intege
                                 sequence)
 
 KNOBS = ("K", "B", "eps", "alpha", "p_B", "p_C", "weight_decay")
-SWEEPS = ("K", "B", "eps", "alpha", "l_eq_n", "l_eq_n_p_b", "l_eq_n_p_c", "long")
+SWEEPS = ("K", "B", "eps", "alpha", "l_eq_n", "l_eq_n_p_b", "l_eq_n_p_c", "p_b", "long")
 
 
 def _sweep(doc: str) -> Section:
@@ -67,6 +67,7 @@ SCHEMA = Schema(
         l_eq_n=_sweep("L = N: ICL fails (Reddy: 0 of 6 seeds)"),
         l_eq_n_p_b=_sweep("L = N over Reddy's bursty fraction p_B"),
         l_eq_n_p_c=_sweep("L = N over Reddy's novel-class fraction p_C"),
+        p_b=_sweep("the control of l_eq_n_p_b: the same p_B values at the task's L"),
         long=_sweep("trained long: ICL transient without weight decay, kept by L2"),
     ),
 )

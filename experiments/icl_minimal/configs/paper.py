@@ -31,6 +31,7 @@ def get_config() -> ml_collections.ConfigDict:
         # Reddy's training mixtures at L = N (configs/mixtures.py runs them)
         l_eq_n_p_b=_sweep("p_B", (0.25, 0.5, 0.75, 1.0), steps, n_labels=8),
         l_eq_n_p_c=_sweep("p_C", (0.0, 0.25, 0.5, 0.75), steps, n_labels=8),
+        p_b=_sweep("p_B", (0.25, 0.5, 0.75, 1.0), steps),
         long=_sweep("weight_decay", (0.0, 1e-4), 4 * steps),
     ))
     return config
