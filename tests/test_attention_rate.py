@@ -1,6 +1,8 @@
 """The attention-rate knob: rate 1 is today's model bit for bit, rate 0 attends uniformly (or,
 with the paper's ``"ones"`` mixing, with weight one on every allowed key), and a seeds x rates
 grid trains as one compiled program."""
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -68,14 +70,20 @@ def test_fast_readout_at_a_rate_is_the_forward_at_that_rate(n_layers, causal, mi
     assert fastpath.tabled(cfg, dropout_drawn=False) == (mlp_layers is not None)
     params = init_params(jax.random.PRNGKey(1), cfg, scale=2.0)
     tokens = jnp.asarray(np.random.default_rng(1).integers(0, 11, (32, 3)), jnp.int32)
-    for rate in (0.0, 0.3, 1.0):
+    w = jax.random.normal(jax.random.PRNGKey(2), (32, 11))  # a linear loss: no amplified
+    # rounding of large logits; each rate a Python float as a user passes it, one program each
+
+    @functools.partial(jax.jit, static_argnums=1)
+    def both(p, rate):
         fast = lambda p: fastpath.readout_logits(p, tokens, cfg, -1, attn_rate=rate,
                                                  attn_mixing=mixing)
         full = lambda p: ar.forward(p, tokens, cfg, rate, mixing=mixing)[:, -1]
-        np.testing.assert_allclose(fast(params), full(params), rtol=1e-4, atol=1e-4)
-        w = jax.random.normal(jax.random.PRNGKey(2), (32, 11))  # a linear loss: no amplified
-        g_fast = jax.grad(lambda p: jnp.sum(w * fast(p)))(params)  # rounding of large logits
-        g_full = jax.grad(lambda p: jnp.sum(w * full(p)))(params)
+        return (fast(p), full(p), jax.grad(lambda p: jnp.sum(w * fast(p)))(p),
+                jax.grad(lambda p: jnp.sum(w * full(p)))(p))
+
+    for rate in (0.0, 0.3, 1.0):
+        logits_fast, logits_full, g_fast, g_full = both(params, rate)
+        np.testing.assert_allclose(logits_fast, logits_full, rtol=1e-4, atol=1e-4)
         overall = max(float(jnp.abs(g).max()) for g in g_full.values())
         for k in params:
             if k.endswith("b_K"):  # zero in exact arithmetic (softmax ignores it): float noise

@@ -73,23 +73,26 @@ def test_patching_one_position(params):
 
 
 def test_vmap_over_seeds_and_jacobian_through_hook():
+    # compiled as a user would (jit): a handful of programs, not one per eager operation
     keys = jax.random.split(jax.random.PRNGKey(0), 3)
-    stacked = jax.vmap(lambda k: init_params(k, CFG))(keys)
+    stacked = jax.jit(jax.vmap(lambda k: init_params(k, CFG)))(keys)
     name = "blocks.1.hook_resid_mid"
-    cached = jax.vmap(lambda p: run_with_cache(p, TOKENS, CFG, [name])[1][name])(stacked)
+    cache_one = lambda p: run_with_cache(p, TOKENS, CFG, [name])[1][name]
+    cached = jax.jit(jax.vmap(cache_one))(stacked)
     assert cached.shape == (3, 2, 6, 16)
     one = jax.tree.map(lambda x: x[1], stacked)
-    np.testing.assert_allclose(cached[1], run_with_cache(one, TOKENS, CFG, [name])[1][name],
-                               atol=1e-6)
+    np.testing.assert_allclose(cached[1], jax.jit(cache_one)(one), atol=1e-6)
 
     # d logits[last] / d resid_mid[last] by jacfwd through an additive hook vs finite differences
     def logits_given_delta(delta):
         hook = {name: lambda x: x.at[0, -1].add(delta)}
         return run_with_hooks(one, TOKENS, CFG, hook)[0][0, -1]
 
-    jac = jax.jacfwd(logits_given_delta)(jnp.zeros(16))
     eps, e3 = 1e-2, jnp.zeros(16).at[3].set(1.0)
-    fd = (logits_given_delta(eps * e3) - logits_given_delta(-eps * e3)) / (2 * eps)
+    jac, plus, minus = jax.jit(lambda d: (jax.jacfwd(logits_given_delta)(d),
+                                          logits_given_delta(d + eps * e3),
+                                          logits_given_delta(d - eps * e3)))(jnp.zeros(16))
+    fd = (plus - minus) / (2 * eps)
     np.testing.assert_allclose(jac[:, 3], fd, rtol=2e-2, atol=2e-3)
 
 
