@@ -38,12 +38,18 @@ def random_params(causal=False, seed=0):
 def test_logits_loss_and_accuracy_equal_the_full_forward(causal):
     params, cfg = random_params(causal)
     batch = bl.sample(TASK, jax.random.key(1), TP, 32)
-    full = forward(params, batch["tokens"], cfg)
-    np.testing.assert_allclose(tr.truncated_forward(params, batch["tokens"], FRAME, cfg), full,
-                               rtol=1e-4, atol=1e-4 * float(jnp.abs(full).max()))
-    loss, acc = tr.query_loss_and_accuracy(params, batch, FRAME, cfg)
-    assert float(loss) == pytest.approx(float(readout_loss(params, cfg, batch)), rel=1e-5)
-    assert float(acc) == float(readout_accuracy(params, cfg, batch))
+
+    @jax.jit  # one program per side, not one per eager operation
+    def both(params):
+        return (forward(params, batch["tokens"], cfg),
+                tr.truncated_forward(params, batch["tokens"], FRAME, cfg),
+                tr.query_loss_and_accuracy(params, batch, FRAME, cfg),
+                (readout_loss(params, cfg, batch), readout_accuracy(params, cfg, batch)))
+
+    full, truncated, (loss, acc), (want_loss, want_acc) = both(params)
+    np.testing.assert_allclose(truncated, full, rtol=1e-4, atol=1e-4 * float(np.abs(full).max()))
+    assert float(loss) == pytest.approx(float(want_loss), rel=1e-5)
+    assert float(acc) == float(want_acc)
 
 
 def test_theta_weights_are_the_corners_of_w_theta_and_drive_the_same_loss():
@@ -66,7 +72,7 @@ def test_truncated_model_loss_and_gradients_equal_the_full_transformer():
     tc = TrainConfig(steps=4, eval_every=2, optimizer="adam")
     params, _ = random_params(seed=3)
     batch = bl.sample(TASK, jax.random.key(4), TP, 32)
-    outs = [jax.value_and_grad(lambda p: t.loss(p, batch)[0])(params)
+    outs = [jax.jit(jax.value_and_grad(lambda p: t.loss(p, batch)[0]))(params)
             for t in (make_train(task, cfg, tc),
                       make_train(task, tr.truncated_model(FRAME, cfg), tc))]
     (l0, g0), (l1, g1) = outs
@@ -109,8 +115,8 @@ def test_coordinate_model_is_the_imir_model_at_w_theta_with_the_chain_rule_gradi
     theta = 0.5 * jax.random.normal(jax.random.key(7), (BASIS.size,))
     w = {**ib.fixed_params(FRAME), **proj.weights(BASIS, theta)}
     batch = bl.sample(TASK, jax.random.key(8), TP, 32)
-    l_c, g_c = jax.value_and_grad(lambda p: coord.loss(p, batch)[0])({"theta": theta})
-    l_w, g_w = jax.value_and_grad(lambda p: weights.loss(p, batch)[0])(w)
+    l_c, g_c = jax.jit(jax.value_and_grad(lambda p: coord.loss(p, batch)[0]))({"theta": theta})
+    l_w, g_w = jax.jit(jax.value_and_grad(lambda p: weights.loss(p, batch)[0]))(w)
     assert float(l_c) == pytest.approx(float(l_w), rel=1e-5)
     # d loss / d theta_i = <B_i, d loss / dW>: W(theta) is the basis' own linear map
     want = proj.inner(BASIS, g_w)
