@@ -35,7 +35,8 @@ def test_tiny_config_end_to_end(tiny_run):
     for r in s["per_seed"]:
         # the paper's position set P = {I_p, M} (k = 2): 46 coordinates (the extended set: 56)
         assert r["n_coordinates_total"] == 46
-        assert r["model"] == {"causal": True, "offsets": "fixed", "positions": "paper"}
+        assert r["model"] == {"causal": True, "offsets": "fixed", "positions": "paper",
+                              "train_in": "weights", "optimizer": "adam", "init_std": 0.01}
         assert 0 < r["manifold_explained_fraction"] <= 1
         assert r["n_kept"] == len(r["kept"]) > 0
         assert {"acc/full", "acc/circuit", "acc/circuit_without_helpers"} <= set(r)
