@@ -14,6 +14,7 @@ from experiments.imir_detect.configs import tiny
 from experiments.imir_detect.schema import SCHEMA
 from mechjax.analysis.imir.manifold import basis as ib
 from mechjax.analysis.imir.detection import detector as dt
+from mechjax.analysis.imir.detection import explain as ex
 from mechjax.analysis.imir.manifold import project as proj
 from mechjax.analysis.seeds import STAT_KEYS
 from mechjax.models.config import ConfigError
@@ -258,5 +259,11 @@ def test_manifold_training_moves_each_seed_inside_the_span(tmp_path):
     assert not np.allclose(params["unembed.W_U"][0], params["unembed.W_U"][1])
     # each seed's W(theta) is written as a state dict the detector reads back as that seed
     source = rd.src.from_file(str(tmp_path / "recall_icl" / "weights_seed1.npz"))
+    again = rd.src.from_run(str(tmp_path), 1)  # --from_workdir of the run finds the same file
     for k, v in params.items():
         np.testing.assert_array_equal(source.params[k], v[1])
+        np.testing.assert_array_equal(again.params[k], v[1])
+    with pytest.raises(ex.DetectError, match=r"keeps W\(theta\) of its last step only"):
+        rd.src.from_run(str(tmp_path), 1, step=10)
+    with pytest.raises(ex.DetectError, match=r"weights_seed5.npz is missing"):
+        rd.src.from_run(str(tmp_path), 5)

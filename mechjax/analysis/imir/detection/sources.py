@@ -13,6 +13,7 @@ with one line naming the value and what is allowed, before anything is computed.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from typing import Any, Mapping
 
@@ -76,6 +77,9 @@ def from_run(workdir: str, seed: int, step: int | None = None,
              sweep: str | None = None) -> Source:
     """Seed ``seed`` of the sweep in ``workdir`` at ``step`` (default: the latest saved)."""
     what = f"--from_workdir={workdir}"
+    found = coordinate_run(workdir, seed, step, sweep)
+    if found is not None:
+        return found
     try:
         run = runs.open(workdir, pick_sweep(workdir, sweep))
         check_model_config(run.model_cfg, what)
@@ -86,3 +90,39 @@ def from_run(workdir: str, seed: int, step: int | None = None,
     desc = f"workdir {workdir}, sweep {os.path.relpath(run.path, run.root)}, seed {seed}, " \
            f"step {step}"
     return Source(params, desc, run.model_cfg, run.config)
+
+
+def coordinate_run(workdir: str, seed: int, step: int | None = None,
+                   sweep: str | None = None) -> Source | None:
+    """Seed ``seed`` of a sweep trained in manifold coordinates (``imir_detect`` with
+    ``train_in=manifold``; None for any other run): its checkpoints hold ``theta``, and the run
+    wrote each seed's final ``W(theta)`` as ``weights_seed<N>.npz`` beside them."""
+    what = f"--from_workdir={workdir}"
+    name = pick_sweep(workdir, sweep)
+    if name is None:  # the only sweep, or none (runs.open then says what is missing)
+        found = runs.sweeps(workdir) if os.path.isdir(workdir) else []
+        if not found:
+            return None
+        name = found[0]
+    folder = os.path.join(workdir, name)
+    try:
+        with open(os.path.join(folder, "model_config.json")) as f:
+            kind = json.load(f).get("kind")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if kind != "imir_coordinates":
+        return None
+    if step is not None:
+        raise DetectError(f"{what}: a run trained in manifold coordinates keeps W(theta) of its "
+                          f"last step only (weights_seed<N>.npz); drop --step={step}")
+    path = os.path.join(folder, f"weights_seed{seed}.npz")
+    if not os.path.exists(path):
+        raise DetectError(f"{what}: {path} is missing (seed {seed} was not trained in this "
+                          "run, or the run did not finish)")
+    try:
+        with open(os.path.join(workdir, "config.json")) as f:
+            run_config = json.load(f)
+    except (OSError, ValueError):
+        run_config = None
+    desc = f"workdir {workdir}, sweep {os.path.relpath(folder, workdir)}, seed {seed}, last step"
+    return Source(from_file(path).params, desc, None, run_config)
