@@ -187,12 +187,16 @@ def train(st: dict, seeds: list[int], workdir: str) -> dict[str, np.ndarray]:
     params = {k: np.asarray(v) for k, v in result.params_at(grid=0).items()}
     if s["train_in"] != "manifold":
         return params
-    per_seed = [{**fixed, **proj.weights(basis, jnp.asarray(th))} for th in params["theta"]]
+    stacked = jax.vmap(lambda th: proj.weights(basis, th))(jnp.asarray(params["theta"]))
+    stacked = {**{k: np.broadcast_to(np.asarray(v), (len(seeds),) + v.shape)
+                  for k, v in fixed.items()},
+               **{k: np.asarray(v) for k, v in stacked.items()}}
     # the run's checkpoints hold theta; W(theta) per seed as a state dict any tool reads
     # (``--weights=FILE --causal=...`` detects one again without retraining)
-    for seed, w in zip(seeds, per_seed):
-        save_npz(w, os.path.join(workdir, st["name"], f"weights_seed{seed}.npz"))
-    return {k: np.stack([np.asarray(p[k]) for p in per_seed]) for k in per_seed[0]}
+    for i, seed in enumerate(seeds):
+        save_npz({k: v[i] for k, v in stacked.items()},
+                 os.path.join(workdir, st["name"], f"weights_seed{seed}.npz"))
+    return stacked
 
 
 def _batches(st: dict, d: dict, seed: int):

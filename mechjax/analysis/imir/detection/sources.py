@@ -21,6 +21,7 @@ import numpy as np
 
 from mechjax.sweeps import runs
 from mechjax.analysis.imir.detection.explain import DetectError
+from mechjax.analysis.imir.forward.truncated import COORDINATE_KIND
 from mechjax.models.config import ModelConfig
 from mechjax.interop.weights import WeightsError, read_npz
 
@@ -110,7 +111,7 @@ def coordinate_run(workdir: str, seed: int, step: int | None = None,
             kind = json.load(f).get("kind")
     except (OSError, ValueError, AttributeError):
         return None
-    if kind != "imir_coordinates":
+    if kind != COORDINATE_KIND:
         return None
     if step is not None:
         raise DetectError(f"{what}: a run trained in manifold coordinates keeps W(theta) of its "

@@ -204,6 +204,9 @@ def truncated_model(frame: Frame, cfg: ModelConfig) -> Model:
                                                                          cfg))
 
 
+COORDINATE_KIND = "imir_coordinates"  # model_config.json's "kind" of a coordinate-model run
+
+
 @dataclasses.dataclass(frozen=True)
 class CoordinateConfig:
     """What a run trained in manifold coordinates records (``model_config.json``): the
@@ -226,7 +229,7 @@ class CoordinateConfig:
         return self.transformer.n_ctx
 
     def to_dict(self) -> dict:
-        return {"kind": "imir_coordinates", "n_coordinates": self.n_coordinates,
+        return {"kind": COORDINATE_KIND, "n_coordinates": self.n_coordinates,
                 "transformer": self.transformer.to_dict()}
 
 
